@@ -1,0 +1,14 @@
+//! fp4probe: find, by experiment on the GPU, how `mma.sync` tensor-core instructions lay out
+//! their operands, and write the answer down as data.
+//!
+//! Data flows one way: `isa` (catalog) → `probe` (experiments) → `device` (hardware or
+//! emulator) → observations → `probe::infer` → `layout::LaneMap` → reports, tables, viewer.
+
+pub mod device;
+pub mod formats;
+pub mod gemm;
+pub mod isa;
+pub mod layout;
+pub mod probe;
+pub mod provenance;
+pub mod tools;

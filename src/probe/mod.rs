@@ -1,0 +1,2 @@
+//! Experiments.
+pub mod ptx;
