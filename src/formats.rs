@@ -176,6 +176,15 @@ impl ElemType {
             ElemType::S4 => int_code(v, -8, 7, 4),
             ElemType::U4 => int_code(v, 0, 15, 4),
             ElemType::B1 => int_code(v, 0, 1, 1),
+            ElemType::F16 => {
+                let c = f64_to_f16_bits(v) as u64;
+                (ElemType::F16.decode(c) == v).then_some(c)
+            }
+            ElemType::Bf16 => {
+                let f = v as f32;
+                let ok = f as f64 == v && f.to_bits() & 0xffff == 0;
+                ok.then_some((f.to_bits() >> 16) as u64)
+            }
             _ => {
                 let width = self.value_bits();
                 (0..(1u64 << width)).find(|&c| {
@@ -188,7 +197,8 @@ impl ElemType {
 
     /// The code of 1.0 (every type the probes use as "one").
     pub fn one(self) -> u64 {
-        self.encode_exact(1.0).expect("1.0 is representable in every input type")
+        self.encode_exact(1.0)
+            .expect("1.0 is representable in every input type")
     }
 
     /// Small integers that are exact in this type, for random validation inputs.
@@ -206,7 +216,11 @@ fn int_code(v: f64, lo: i64, hi: i64, width: u32) -> Option<u64> {
     if v.fract() != 0.0 || v < lo as f64 || v > hi as f64 {
         return None;
     }
-    let mask = if width == 64 { u64::MAX } else { (1u64 << width) - 1 };
+    let mask = if width == 64 {
+        u64::MAX
+    } else {
+        (1u64 << width) - 1
+    };
     Some((v as i64 as u64) & mask)
 }
 
@@ -276,8 +290,16 @@ pub fn f64_to_f16_bits(v: f64) -> u16 {
         return sign | 0x7c00;
     }
     // Quantum at this magnitude: subnormal quantum 2^-24, else 2^(e-10).
-    let e = if a == 0.0 { -25 } else { a.log2().floor() as i32 };
-    let q = if e < -14 { 2f64.powi(-24) } else { 2f64.powi(e - 10) };
+    let e = if a == 0.0 {
+        -25
+    } else {
+        a.log2().floor() as i32
+    };
+    let q = if e < -14 {
+        2f64.powi(-24)
+    } else {
+        2f64.powi(e - 10)
+    };
     let r = round_half_even(a / q) * q;
     if r >= 65520.0 {
         return sign | 0x7c00;

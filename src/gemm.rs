@@ -1,6 +1,7 @@
 //! The CPU reference of what one `mma.sync` computes on dense matrices, shared by the emulator
 //! and by validation: D = C + Σ_k A·B (·scale_a·scale_b), exact in f64, or popcounts for b1.
 
+use crate::formats::{ElemType, f64_to_f16_bits};
 use crate::isa::{BitOp, Variant};
 
 /// Dense row-major operands of one MMA: a is m×k, b is k×n, c is m×n; `scale_a` is m×kblocks
@@ -41,4 +42,24 @@ pub fn mma(v: &Variant, x: &Operands) -> Vec<f64> {
         }
     }
     d
+}
+
+/// Round an exact result to the bits of the D type: to nearest even for floats; integers wrap,
+/// or saturate with `.satfinite`.
+pub fn round_to(t: ElemType, x: f64, satfinite: bool) -> u64 {
+    match t {
+        ElemType::F32 => (x as f32).to_bits() as u64,
+        ElemType::F64 => x.to_bits(),
+        ElemType::F16 => f64_to_f16_bits(x) as u64,
+        ElemType::S32 => {
+            let i = x as i128;
+            let v = if satfinite {
+                i.clamp(i32::MIN as i128, i32::MAX as i128) as i32
+            } else {
+                i as i32
+            };
+            v as u32 as u64
+        }
+        other => panic!("no accumulator model for {other}"),
+    }
 }

@@ -13,7 +13,6 @@
 //!   measurement: the scale probe measures it on hardware that has the instruction.
 
 use super::{Backend, BackendKind, Batch, DWords, DeviceInfo};
-use crate::formats::{ElemType, f64_to_f16_bits};
 use crate::gemm;
 use crate::isa::{Operand, ScaleSelectors, Variant};
 use crate::layout::documented::documented;
@@ -54,7 +53,10 @@ impl Emulator {
     }
 
     fn layout(&self, v: &Variant) -> Layout {
-        self.overrides.get(&v.id()).cloned().unwrap_or_else(|| documented(v))
+        self.overrides
+            .get(&v.id())
+            .cloned()
+            .unwrap_or_else(|| documented(v))
     }
 }
 
@@ -79,36 +81,34 @@ fn scale_value(v: &Variant, words: &[u32], lane: u32, byte: u32) -> f64 {
 }
 
 /// Scale matrices (m×blocks for A, blocks×n for B) as the documented lane model reads them.
-fn scales(v: &Variant, sel: ScaleSelectors, vec: u32, sa: &[u32], sb: &[u32]) -> (Vec<f64>, Vec<f64>) {
+fn scales(
+    v: &Variant,
+    sel: ScaleSelectors,
+    vec: u32,
+    sa: &[u32],
+    sb: &[u32],
+) -> (Vec<f64>, Vec<f64>) {
     let byte = |base: u32, kb: u32| if vec == 1 { base } else { base + kb };
     let (m, n) = (v.shape.m, v.shape.n);
     let mut a = Vec::with_capacity((m * vec) as usize);
     for i in 0..m {
         for kb in 0..vec {
-            a.push(scale_value(v, sa, 4 * (i % 8) + 2 * sel.thread_a + i / 8, byte(sel.byte_a, kb)));
+            a.push(scale_value(
+                v,
+                sa,
+                4 * (i % 8) + 2 * sel.thread_a + i / 8,
+                byte(sel.byte_a, kb),
+            ));
         }
     }
     let mut b = vec![0.0; (vec * n) as usize];
     for kb in 0..vec {
         for j in 0..n {
-            b[(kb * n + j) as usize] = scale_value(v, sb, 4 * j + sel.thread_b, byte(sel.byte_b, kb));
+            b[(kb * n + j) as usize] =
+                scale_value(v, sb, 4 * j + sel.thread_b, byte(sel.byte_b, kb));
         }
     }
     (a, b)
-}
-
-fn round_to(t: ElemType, x: f64, satfinite: bool) -> u64 {
-    match t {
-        ElemType::F32 => (x as f32).to_bits() as u64,
-        ElemType::F64 => x.to_bits(),
-        ElemType::F16 => f64_to_f16_bits(x) as u64,
-        ElemType::S32 => {
-            let i = x as i128;
-            let v = if satfinite { i.clamp(i32::MIN as i128, i32::MAX as i128) as i32 } else { i as i32 };
-            v as u32 as u64
-        }
-        other => panic!("no accumulator model for {other}"),
-    }
 }
 
 impl Backend for Emulator {
@@ -129,23 +129,52 @@ impl Backend for Emulator {
         let fd = v.fragment(Operand::D);
         let dspace = SlotSpace::of(&fd);
         let words = |op: Operand| v.fragment(op).words_per_lane() as usize * 32;
-        let (wa, wb, wc, wd) = (words(Operand::A), words(Operand::B), words(Operand::C), words(Operand::D));
+        let (wa, wb, wc, wd) = (
+            words(Operand::A),
+            words(Operand::B),
+            words(Operand::C),
+            words(Operand::D),
+        );
         let mut out = vec![0u32; batch.experiments * wd];
         for e in 0..batch.experiments {
             let a = gather(v, Operand::A, &layout.a, &batch.a[e * wa..(e + 1) * wa]);
             let b = gather(v, Operand::B, &layout.b, &batch.b[e * wb..(e + 1) * wb]);
             let c = gather(v, Operand::C, &layout.c, &batch.c[e * wc..(e + 1) * wc]);
             let (scale_a, scale_b) = match v.scale {
-                Some(sc) => scales(v, sel, sc.vec, &batch.scale_a[e * 32..(e + 1) * 32], &batch.scale_b[e * 32..(e + 1) * 32]),
+                Some(sc) => scales(
+                    v,
+                    sel,
+                    sc.vec,
+                    &batch.scale_a[e * 32..(e + 1) * 32],
+                    &batch.scale_b[e * 32..(e + 1) * 32],
+                ),
                 None => (vec![], vec![]),
             };
-            let d = gemm::mma(v, &gemm::Operands { a: &a, b: &b, c: &c, scale_a: &scale_a, scale_b: &scale_b });
+            let d = gemm::mma(
+                v,
+                &gemm::Operands {
+                    a: &a,
+                    b: &b,
+                    c: &c,
+                    scale_a: &scale_a,
+                    scale_b: &scale_b,
+                },
+            );
             let dw = &mut out[e * wd..(e + 1) * wd];
             let wpl = fd.words_per_lane() as usize;
             for (idx, coord) in layout.d.iter().enumerate() {
                 let s = dspace.slot(idx);
-                let val = round_to(fd.elem, d[(coord.row as usize) * n + coord.col as usize], v.satfinite);
-                fd.insert(&mut dw[s.lane as usize * wpl..(s.lane as usize + 1) * wpl], s.reg, s.elem, val);
+                let val = gemm::round_to(
+                    fd.elem,
+                    d[(coord.row as usize) * n + coord.col as usize],
+                    v.satfinite,
+                );
+                fd.insert(
+                    &mut dw[s.lane as usize * wpl..(s.lane as usize + 1) * wpl],
+                    s.reg,
+                    s.elem,
+                    val,
+                );
             }
         }
         Ok(out)

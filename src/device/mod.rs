@@ -46,7 +46,10 @@ impl Batch {
     /// An all-zero batch of `n` experiments sized for `v` (scale words set to `scale_one`).
     pub fn zeroed(v: &Variant, n: usize) -> Self {
         let words = |op: Operand| n * 32 * v.fragment(op).words_per_lane() as usize;
-        let one = v.scale.map(|s| s.stype.one() as u32 * 0x0101_0101).unwrap_or(0);
+        let one = v
+            .scale
+            .map(|s| s.stype.one() as u32 * 0x0101_0101)
+            .unwrap_or(0);
         let scale_words = if v.scale.is_some() { n * 32 } else { 0 };
         Batch {
             experiments: n,
@@ -59,7 +62,13 @@ impl Batch {
     }
 
     /// The words of one lane of one experiment for an operand (`A`, `B` or `C`).
-    pub fn lane_words_mut(&mut self, v: &Variant, op: Operand, exp: usize, lane: u32) -> &mut [u32] {
+    pub fn lane_words_mut(
+        &mut self,
+        v: &Variant,
+        op: Operand,
+        exp: usize,
+        lane: u32,
+    ) -> &mut [u32] {
         let w = v.fragment(op).words_per_lane() as usize;
         let start = (exp * 32 + lane as usize) * w;
         let buf = match op {

@@ -11,7 +11,19 @@ const fn shape(m: u32, n: u32, k: u32) -> Shape {
 }
 
 fn plain(s: Shape, a: ElemType, b: ElemType, c: ElemType, d: ElemType, min: Target) -> Variant {
-    Variant { shape: s, kind: Kind::Plain, a, b, c, d, scale: None, bitop: None, satfinite: false, min_target: min, min_ptx: super::DEFAULT_PTX }
+    Variant {
+        shape: s,
+        kind: Kind::Plain,
+        a,
+        b,
+        c,
+        d,
+        scale: None,
+        bitop: None,
+        satfinite: false,
+        min_target: min,
+        min_ptx: super::DEFAULT_PTX,
+    }
 }
 
 /// The catalog, in a stable order (the order `fp4probe catalog` prints).
@@ -20,7 +32,10 @@ pub fn catalog() -> Vec<Variant> {
     let sm80 = Target::sm(8, 0);
     // Half precision: f16 or f32 accumulation (ptxas rejects mixed .dtype/.ctype for m16n8;
     // see rejected.rs). m16n8k8 dates from sm_75.
-    for (s, min) in [(shape(16, 8, 8), Target::sm(7, 5)), (shape(16, 8, 16), sm80)] {
+    for (s, min) in [
+        (shape(16, 8, 8), Target::sm(7, 5)),
+        (shape(16, 8, 16), sm80),
+    ] {
         for acc in [F16, F32] {
             v.push(plain(s, F16, F16, acc, acc, min));
         }

@@ -342,7 +342,9 @@ pub struct ScaleSelectors {
 
 /// Look a variant up by id (exact catalog spelling, `::` or `_` accepted).
 pub fn find(id: &str) -> Option<Variant> {
-    catalog().into_iter().find(|v| v.id() == id || v.file_stem() == id)
+    catalog()
+        .into_iter()
+        .find(|v| v.id() == id || v.file_stem() == id)
 }
 
 #[cfg(test)]

@@ -14,10 +14,18 @@ pub struct Target {
 
 impl Target {
     pub const fn sm(major: u32, minor: u32) -> Self {
-        Target { major, minor, arch_specific: false }
+        Target {
+            major,
+            minor,
+            arch_specific: false,
+        }
     }
     pub const fn sm_a(major: u32, minor: u32) -> Self {
-        Target { major, minor, arch_specific: true }
+        Target {
+            major,
+            minor,
+            arch_specific: true,
+        }
     }
 
     /// Code for this target runs on a device of compute capability `cc`: a plain target runs on
@@ -33,13 +41,23 @@ impl Target {
     /// The target to name when compiling for a device of compute capability `cc`.
     pub fn for_device(cc: (u32, u32)) -> Self {
         // Arch-specific features (wgmma, block-scaled mma) need the `a` target of the device.
-        if cc >= (9, 0) { Target::sm_a(cc.0, cc.1) } else { Target::sm(cc.0, cc.1) }
+        if cc >= (9, 0) {
+            Target::sm_a(cc.0, cc.1)
+        } else {
+            Target::sm(cc.0, cc.1)
+        }
     }
 }
 
 impl fmt::Display for Target {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "sm_{}{}{}", self.major, self.minor, if self.arch_specific { "a" } else { "" })
+        write!(
+            f,
+            "sm_{}{}{}",
+            self.major,
+            self.minor,
+            if self.arch_specific { "a" } else { "" }
+        )
     }
 }
 
@@ -69,7 +87,11 @@ impl std::str::FromStr for Target {
             return Err(bad());
         }
         let (maj, min) = digits.split_at(digits.len() - 1);
-        Ok(Target { major: maj.parse().map_err(|_| bad())?, minor: min.parse().map_err(|_| bad())?, arch_specific })
+        Ok(Target {
+            major: maj.parse().map_err(|_| bad())?,
+            minor: min.parse().map_err(|_| bad())?,
+            arch_specific,
+        })
     }
 }
 

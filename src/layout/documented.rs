@@ -27,18 +27,32 @@ pub fn documented(v: &Variant) -> Layout {
                 match op {
                     Operand::A => {
                         let r_blocks = m / 8;
-                        Coord { row: g + 8 * (s.reg % r_blocks), col: (s.reg / r_blocks) * 4 * e_per + t * e_per + s.elem }
+                        Coord {
+                            row: g + 8 * (s.reg % r_blocks),
+                            col: (s.reg / r_blocks) * 4 * e_per + t * e_per + s.elem,
+                        }
                     }
-                    Operand::B => Coord { row: s.reg * 4 * e_per + t * e_per + s.elem, col: g },
+                    Operand::B => Coord {
+                        row: s.reg * 4 * e_per + t * e_per + s.elem,
+                        col: g,
+                    },
                     Operand::C | Operand::D => {
                         let j = s.reg * e_per + s.elem;
-                        Coord { row: g + 8 * (j / 2), col: 2 * t + j % 2 }
+                        Coord {
+                            row: g + 8 * (j / 2),
+                            col: 2 * t + j % 2,
+                        }
                     }
                 }
             })
             .collect()
     };
-    Layout { a: map(Operand::A), b: map(Operand::B), c: map(Operand::C), d: map(Operand::D) }
+    Layout {
+        a: map(Operand::A),
+        b: map(Operand::B),
+        c: map(Operand::C),
+        d: map(Operand::D),
+    }
 }
 
 #[cfg(test)]
@@ -49,7 +63,9 @@ mod tests {
     #[test]
     fn every_documented_layout_is_a_bijection() {
         for v in catalog() {
-            documented(&v).check_bijective(&v).unwrap_or_else(|e| panic!("{}: {e}", v.id()));
+            documented(&v)
+                .check_bijective(&v)
+                .unwrap_or_else(|e| panic!("{}: {e}", v.id()));
         }
     }
 
@@ -59,16 +75,53 @@ mod tests {
         let l = documented(&v);
         let fa = SlotSpace::of(&v.fragment(Operand::A));
         // Lane 5 (g=1, t=1), a2 element 1: row 1, k = 8 + 2 + 1.
-        assert_eq!(l.a[fa.index(crate::layout::Slot { lane: 5, reg: 2, elem: 1 })], Coord { row: 1, col: 11 });
+        assert_eq!(
+            l.a[fa.index(crate::layout::Slot {
+                lane: 5,
+                reg: 2,
+                elem: 1
+            })],
+            Coord { row: 1, col: 11 }
+        );
         // D lane 6 (g=1, t=2), d3: row 9, col 5.
         let fd = SlotSpace::of(&v.fragment(Operand::D));
-        assert_eq!(l.d[fd.index(crate::layout::Slot { lane: 6, reg: 3, elem: 0 })], Coord { row: 9, col: 5 });
+        assert_eq!(
+            l.d[fd.index(crate::layout::Slot {
+                lane: 6,
+                reg: 3,
+                elem: 0
+            })],
+            Coord { row: 9, col: 5 }
+        );
         // The seed article's measured FP4 layout: a0/a1 rows g, g+8 at the same k; a2/a3 at k+16.
-        let v = crate::isa::find("m16n8k32.kind::mxf8f6f4.block_scale.scale_vec::1X.f32.e2m1.e2m1.f32.ue8m0").unwrap();
+        let v = crate::isa::find(
+            "m16n8k32.kind::mxf8f6f4.block_scale.scale_vec::1X.f32.e2m1.e2m1.f32.ue8m0",
+        )
+        .unwrap();
         let l = documented(&v);
         let fa = SlotSpace::of(&v.fragment(Operand::A));
-        assert_eq!(l.a[fa.index(crate::layout::Slot { lane: 7, reg: 3, elem: 2 })], Coord { row: 9, col: 16 + 12 + 2 });
+        assert_eq!(
+            l.a[fa.index(crate::layout::Slot {
+                lane: 7,
+                reg: 3,
+                elem: 2
+            })],
+            Coord {
+                row: 9,
+                col: 16 + 12 + 2
+            }
+        );
         let fb = SlotSpace::of(&v.fragment(Operand::B));
-        assert_eq!(l.b[fb.index(crate::layout::Slot { lane: 7, reg: 1, elem: 0 })], Coord { row: 16 + 12, col: 1 });
+        assert_eq!(
+            l.b[fb.index(crate::layout::Slot {
+                lane: 7,
+                reg: 1,
+                elem: 0
+            })],
+            Coord {
+                row: 16 + 12,
+                col: 1
+            }
+        );
     }
 }

@@ -11,7 +11,7 @@ pub mod documented;
 pub mod fit;
 pub mod lanemap;
 
-
+pub use lanemap::LaneMap;
 
 use crate::isa::{Fragment, Operand, Variant};
 use serde::{Deserialize, Serialize};
@@ -40,7 +40,10 @@ pub struct SlotSpace {
 
 impl SlotSpace {
     pub fn of(f: &Fragment) -> Self {
-        SlotSpace { regs: f.regs, elems_per_reg: f.elems_per_reg() }
+        SlotSpace {
+            regs: f.regs,
+            elems_per_reg: f.elems_per_reg(),
+        }
     }
     pub fn len(&self) -> usize {
         (32 * self.regs * self.elems_per_reg) as usize
@@ -86,16 +89,31 @@ impl Layout {
             let f = v.fragment(op);
             let map = self.operand(op);
             if map.len() != SlotSpace::of(&f).len() {
-                return Err(format!("{}: {} slots, expected {}", op.name(), map.len(), SlotSpace::of(&f).len()));
+                return Err(format!(
+                    "{}: {} slots, expected {}",
+                    op.name(),
+                    map.len(),
+                    SlotSpace::of(&f).len()
+                ));
             }
             let mut seen = vec![false; (f.rows * f.cols) as usize];
             for (i, c) in map.iter().enumerate() {
                 if c.row >= f.rows || c.col >= f.cols {
-                    return Err(format!("{}: slot {i} maps outside the {}x{} matrix", op.name(), f.rows, f.cols));
+                    return Err(format!(
+                        "{}: slot {i} maps outside the {}x{} matrix",
+                        op.name(),
+                        f.rows,
+                        f.cols
+                    ));
                 }
                 let cell = (c.row * f.cols + c.col) as usize;
                 if std::mem::replace(&mut seen[cell], true) {
-                    return Err(format!("{}: element ({}, {}) held by two slots", op.name(), c.row, c.col));
+                    return Err(format!(
+                        "{}: element ({}, {}) held by two slots",
+                        op.name(),
+                        c.row,
+                        c.col
+                    ));
                 }
             }
         }

@@ -1,2 +1,6 @@
-//! Experiments.
+//! Experiments: PTX kernels (`ptx`), the fragment probe (`fragment`) and the inference that
+//! turns its observations into a structure (`infer`).
+
+pub mod fragment;
+pub mod infer;
 pub mod ptx;

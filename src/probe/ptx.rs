@@ -32,7 +32,12 @@ pub fn fragment_kernel(v: &Variant, target: Target, sel: ScaleSelectors) -> Stri
         ..Default::default()
     };
     let mut decls = String::new();
-    for (op, list) in [(Operand::A, &regs.a), (Operand::B, &regs.b), (Operand::C, &regs.c), (Operand::D, &regs.d)] {
+    for (op, list) in [
+        (Operand::A, &regs.a),
+        (Operand::B, &regs.b),
+        (Operand::C, &regs.c),
+        (Operand::D, &regs.d),
+    ] {
         writeln!(decls, "    .reg .{} {};", reg_type(v, op), list.join(", ")).unwrap();
     }
     let mut loads = String::new();
@@ -43,10 +48,19 @@ pub fn fragment_kernel(v: &Variant, target: Target, sel: ScaleSelectors) -> Stri
         writeln!(loads, "    mul.wide.u32 %off, %slot, {lane_bytes};").unwrap();
         writeln!(loads, "    add.u64 %ptr, %ptr, %off;").unwrap();
         for (i, r) in op_regs.iter().enumerate() {
-            writeln!(loads, "    ld.global.{ty} {r}, [%ptr+{}];", i as u32 * reg_bytes).unwrap();
+            writeln!(
+                loads,
+                "    ld.global.{ty} {r}, [%ptr+{}];",
+                i as u32 * reg_bytes
+            )
+            .unwrap();
         }
     };
-    for (op, param) in [(Operand::A, "p_a"), (Operand::B, "p_b"), (Operand::C, "p_c")] {
+    for (op, param) in [
+        (Operand::A, "p_a"),
+        (Operand::B, "p_b"),
+        (Operand::C, "p_c"),
+    ] {
         let list = match op {
             Operand::A => &regs.a,
             Operand::B => &regs.b,
@@ -67,10 +81,21 @@ pub fn fragment_kernel(v: &Variant, target: Target, sel: ScaleSelectors) -> Stri
     let reg_bytes = fd.reg_bits / 8;
     writeln!(stores, "    ld.param.u64 %ptr, [p_d];").unwrap();
     writeln!(stores, "    cvta.to.global.u64 %ptr, %ptr;").unwrap();
-    writeln!(stores, "    mul.wide.u32 %off, %slot, {};", fd.regs * reg_bytes).unwrap();
+    writeln!(
+        stores,
+        "    mul.wide.u32 %off, %slot, {};",
+        fd.regs * reg_bytes
+    )
+    .unwrap();
     writeln!(stores, "    add.u64 %ptr, %ptr, %off;").unwrap();
     for (i, r) in regs.d.iter().enumerate() {
-        writeln!(stores, "    st.global.{} [%ptr+{}], {r};", reg_type(v, Operand::D), i as u32 * reg_bytes).unwrap();
+        writeln!(
+            stores,
+            "    st.global.{} [%ptr+{}], {r};",
+            reg_type(v, Operand::D),
+            i as u32 * reg_bytes
+        )
+        .unwrap();
     }
     FRAGMENT_TEMPLATE
         .replace("{{PTX_VERSION}}", &v.ptx_version())

@@ -1,0 +1,48 @@
+//! The `fp4probe` command line: one module per subcommand.
+
+mod catalog;
+mod fragment;
+mod select;
+mod show;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// fp4probe: find out, by experiment on the GPU, how NVIDIA `mma.sync` tensor-core
+/// instructions lay out their operands across the 32 lanes of a warp.
+///
+/// Start with `fp4probe catalog` to see every variant and whether it runs here, then
+/// `fp4probe fragment --variant <id>` (or `--all`) to measure lane maps. Without a GPU the
+/// emulator runs instead, and says so loudly; its results are labelled "emulator".
+#[derive(Parser, Debug)]
+#[command(name = "fp4probe", version, about, long_about, after_help = EXAMPLES)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+const EXAMPLES: &str = "Examples:
+  fp4probe catalog                                  every mma.sync variant, and what runs here
+  fp4probe catalog --rejected                       spellings ptxas rejects, with its message
+  fp4probe fragment --variant m16n8k16.f32.bf16.bf16.f32
+  fp4probe fragment --shape m16n8k32 --kind mxf8f6f4 --a e2m1 --b e2m1 --backend emulator
+  fp4probe fragment --all                           every variant this device runs
+  fp4probe show reports/sm_90/m16n8k32.f32.e4m3.e4m3.f32.json";
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// List every mma.sync variant from sm_80 to sm_120a: registers, containers, targets.
+    Catalog(catalog::Args),
+    /// Measure slot → (row, col) maps of A, B, C and D by one-hot experiments, then validate.
+    Fragment(fragment::Args),
+    /// Print a lane map file: provenance, validation, closed forms, the map as a table.
+    Show(show::Args),
+}
+
+pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Catalog(a) => catalog::run(a),
+        Command::Fragment(a) => fragment::run(a),
+        Command::Show(a) => show::run(a),
+    }
+}
