@@ -98,16 +98,23 @@ pub fn print_summary(map: &LaneMap) {
     println!("  convention: {}", map.convention);
     for om in &map.operands {
         println!(
-            "  {} [{}x{} {}, {} regs x {} elems, {}-bit containers]: {}",
+            "  {}: {}x{} {}, {} regs x {} elems, {}-bit containers",
             om.operand.name(),
             om.rows,
             om.cols,
             om.elem,
             om.regs,
             om.elems_per_reg,
-            om.container_bits,
-            om.closed_form
+            om.container_bits
         );
+        for line in om
+            .closed_form
+            .to_string()
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+        {
+            println!("    {line}");
+        }
     }
     println!(
         "  timing: {:.3} s wall ({} experiments in {} launches, JIT included)",
