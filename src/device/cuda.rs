@@ -1,23 +1,528 @@
-//! CUDA backend (placeholder until the driver-API implementation lands).
-use super::{Backend, Batch, DWords, DeviceInfo};
-use crate::isa::{ScaleSelectors, Variant};
-use anyhow::{Result, bail};
-pub struct CudaBackend {
-    info: DeviceInfo,
-}
-impl CudaBackend {
-    pub fn open() -> Result<Self> {
-        bail!("CUDA backend not built yet")
+//! CUDA backend: runs the fragment-probe kernel on a real GPU through the driver API.
+//!
+//! The driver library is loaded at run time (cudarc's `dynamic-loading`), so the binary starts
+//! on machines without one: `CudaBackend::open` checks for `libcuda` before touching any driver
+//! entry point (cudarc panics when a symbol is called and the library is missing).
+//!
+//! Every kernel is assembled for its variant's *minimum* target (`v.min_target`) and the driver
+//! JITs it to the device; a JIT failure returns ptxas's log.
+
+use super::{Backend, BackendKind, Batch, DWords, DeviceInfo};
+use crate::isa::{Operand, ScaleSelectors, Variant};
+use crate::probe::ptx::{FRAGMENT_ENTRY, fragment_kernel};
+use anyhow::{Context, Result, anyhow, bail};
+use cudarc::driver::CudaContext;
+use cudarc::driver::result::{self, DriverError};
+use cudarc::driver::sys;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::ffi::{CString, c_void};
+use std::sync::Arc;
+
+/// Environment variable naming the device ordinal to open (default 0).
+pub const DEVICE_ENV: &str = "FP4PROBE_DEVICE";
+
+/// Most experiments launched at once; larger batches run in chunks of this many.
+pub const MAX_CHUNK_EXPERIMENTS: usize = 1 << 20;
+
+/// Bytes of each JIT log buffer (info and error).
+const JIT_LOG_BYTES: usize = 64 * 1024;
+
+/// D is filled with this word before every launch, so output the kernel failed to write is
+/// visible (note that it is also a legitimate value, e.g. s32 -1, so it is not checked for).
+const D_POISON: u32 = 0xFFFF_FFFF;
+
+/// "CUDA_ERROR_INVALID_PTX (a PTX JIT compilation failed)".
+fn describe(e: DriverError) -> String {
+    let name = e.error_name().map(|s| s.to_string_lossy().into_owned());
+    let text = e.error_string().map(|s| s.to_string_lossy().into_owned());
+    match (name, text) {
+        (Ok(n), Ok(t)) => format!("{n} ({t})"),
+        (Ok(n), Err(_)) => n,
+        _ => format!("{:?}", e.0),
     }
 }
+
+fn check(r: sys::CUresult, what: &str) -> Result<()> {
+    r.result().map_err(|e| anyhow!("{what}: {}", describe(e)))
+}
+
+fn drv<T>(r: std::result::Result<T, DriverError>, what: &str) -> Result<T> {
+    r.map_err(|e| anyhow!("{what}: {}", describe(e)))
+}
+
+/// "13.0" from the driver's 13000.
+pub fn driver_version_string(v: i32) -> String {
+    format!("{}.{}", v / 1000, (v % 1000) / 10)
+}
+
+/// The newest PTX ISA version a driver of version `(major, minor)` can JIT.
+pub fn max_ptx_for_driver(driver: (u32, u32)) -> (u32, u32) {
+    match driver {
+        // CUDA 11.x reads PTX 7.x.
+        (11, m) => (7, m),
+        // 12.0 .. 12.5 read 8.0 .. 8.5; 12.6 still 8.5; 12.8 reads 8.7, 12.9 8.8.
+        (12, m) if m <= 5 => (8, m),
+        (12, 6) | (12, 7) => (8, 5),
+        (12, m) => (8, m - 1),
+        // 13.0 reads 9.0, 13.1 9.1, ...; later majors assumed to follow the same +4 step.
+        (maj, m) if maj >= 13 => (maj - 4, m),
+        // Anything older than 11 reads nothing this tool emits.
+        _ => (0, 0),
+    }
+}
+
+fn parse_version(s: &str) -> Option<(u32, u32)> {
+    let (a, b) = s.split_once('.')?;
+    Some((a.parse().ok()?, b.parse().ok()?))
+}
+
+/// A device allocation of `u32` words, freed on drop. The owning context must be current on
+/// this thread when it drops (the backend only creates these inside `run`, after binding).
+struct DeviceWords {
+    ptr: sys::CUdeviceptr,
+}
+
+impl DeviceWords {
+    /// Allocate room for `words` words (at least one, so empty operands get a valid pointer).
+    fn alloc(words: usize, what: &str) -> Result<Self> {
+        let bytes = words.max(1) * 4;
+        // SAFETY: the backend's context is bound to this thread (checked by the caller); the
+        // size is non-zero; the pointer is owned by the returned value and freed exactly once.
+        let ptr = drv(
+            unsafe { result::malloc_sync(bytes) },
+            &format!("cuMemAlloc({what}, {bytes} bytes)"),
+        )?;
+        Ok(DeviceWords { ptr })
+    }
+
+    /// Allocate and copy `host` in.
+    fn from_host(host: &[u32], what: &str) -> Result<Self> {
+        let d = Self::alloc(host.len(), what)?;
+        if !host.is_empty() {
+            // SAFETY: `d.ptr` was allocated with at least `host.len() * 4` bytes above; the
+            // copy is synchronous, so `host` outlives it.
+            drv(
+                unsafe { result::memcpy_htod_sync(d.ptr, host) },
+                &format!("cuMemcpyHtoD({what})"),
+            )?;
+        }
+        Ok(d)
+    }
+}
+
+impl Drop for DeviceWords {
+    fn drop(&mut self) {
+        // SAFETY: `ptr` came from cuMemAlloc and is freed only here. A failure (e.g. after a
+        // sticky launch error) can only leak, so it is ignored.
+        let _ = unsafe { result::free_sync(self.ptr) };
+    }
+}
+
+/// A PTX module loaded into the backend's context, unloaded on drop. Holds the context alive.
+pub struct PtxModule {
+    ctx: Arc<CudaContext>,
+    module: sys::CUmodule,
+    /// ptxas's informational log (register counts and the like) from the JIT.
+    pub info_log: String,
+}
+
+impl PtxModule {
+    /// The raw module handle (owned by this value: do not unload it).
+    pub fn raw(&self) -> sys::CUmodule {
+        self.module
+    }
+
+    /// The kernel called `name`.
+    pub fn function(&self, name: &str) -> Result<sys::CUfunction> {
+        let cname = CString::new(name).context("kernel name contains a NUL byte")?;
+        drv(self.ctx.bind_to_thread(), "binding the CUDA context")?;
+        let mut f: sys::CUfunction = std::ptr::null_mut();
+        // SAFETY: `self.module` is a live module of the bound context; `cname` is a valid
+        // NUL-terminated string that outlives the call; `f` is a valid out-pointer.
+        check(
+            unsafe { sys::cuModuleGetFunction(&mut f, self.module, cname.as_ptr()) },
+            &format!("cuModuleGetFunction({name})"),
+        )?;
+        Ok(f)
+    }
+}
+
+impl Drop for PtxModule {
+    fn drop(&mut self) {
+        if self.ctx.bind_to_thread().is_ok() {
+            // SAFETY: the module was loaded by cuModuleLoadDataEx into `ctx`, which is bound
+            // and kept alive by the Arc; it is unloaded only here.
+            let _ = unsafe { sys::cuModuleUnload(self.module) };
+        }
+    }
+}
+
+fn log_text(buf: &[u8], written: usize) -> String {
+    let bytes = &buf[..written.min(buf.len())];
+    let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+    String::from_utf8_lossy(&bytes[..end])
+        .trim_end()
+        .to_string()
+}
+
+/// A loaded fragment kernel for one (variant, selectors).
+struct FragmentKernel {
+    function: sys::CUfunction,
+    /// Owns the module `function` belongs to; the handle is valid while this lives.
+    _module: PtxModule,
+}
+
+type KernelKey = (String, [u32; 4]);
+
+pub struct CudaBackend {
+    // Dropped before `ctx` (fields drop in declaration order); PtxModule binds the context
+    // itself when unloading.
+    kernels: RefCell<HashMap<KernelKey, FragmentKernel>>,
+    ctx: Arc<CudaContext>,
+    info: DeviceInfo,
+    cc: (u32, u32),
+    driver: (u32, u32),
+}
+
+impl CudaBackend {
+    /// Open device `$FP4PROBE_DEVICE` (default 0). Fails cleanly, never panics, when there is no
+    /// driver library, no device, or the ordinal is out of range.
+    pub fn open() -> Result<Self> {
+        // SAFETY: only tries to dlopen the library names cudarc knows and drops the handle; it
+        // calls no driver entry point.
+        if !unsafe { sys::is_culib_present() } {
+            bail!("libcuda.so not found: no NVIDIA driver on this machine");
+        }
+        let ordinal = match std::env::var(DEVICE_ENV) {
+            Ok(s) => s
+                .trim()
+                .parse::<usize>()
+                .with_context(|| format!("{DEVICE_ENV}={s:?} is not a device ordinal"))?,
+            Err(_) => 0,
+        };
+        match result::init() {
+            Err(DriverError(sys::CUresult::CUDA_ERROR_NO_DEVICE)) => {
+                bail!("no CUDA device (cuInit: the driver is installed but finds no device)")
+            }
+            r => drv(r, "cuInit")?,
+        }
+        let count = drv(result::device::get_count(), "cuDeviceGetCount")?;
+        if count <= 0 {
+            bail!("no CUDA device (the driver is installed but reports 0 devices)");
+        }
+        if ordinal >= count as usize {
+            bail!("{DEVICE_ENV}={ordinal}, but the driver reports only {count} CUDA device(s)");
+        }
+        let mut version: i32 = 0;
+        // SAFETY: `version` is a valid out-pointer; the library is present and initialised.
+        check(
+            unsafe { sys::cuDriverGetVersion(&mut version) },
+            "cuDriverGetVersion",
+        )?;
+        let driver_str = driver_version_string(version);
+        let driver = (version as u32 / 1000, (version as u32 % 1000) / 10);
+
+        let ctx = drv(
+            CudaContext::new(ordinal),
+            &format!("creating a context on CUDA device {ordinal}"),
+        )?;
+        let name = drv(ctx.name(), "cuDeviceGetName")?;
+        let (major, minor) = drv(ctx.compute_capability(), "reading the compute capability")?;
+        let cc = (major as u32, minor as u32);
+        Ok(CudaBackend {
+            kernels: RefCell::new(HashMap::new()),
+            ctx,
+            info: DeviceInfo {
+                backend: BackendKind::Hardware,
+                name,
+                compute_capability: Some(cc),
+                driver: Some(driver_str),
+            },
+            cc,
+            driver,
+        })
+    }
+
+    /// The context this backend runs in.
+    pub fn context(&self) -> &Arc<CudaContext> {
+        &self.ctx
+    }
+
+    /// Load a PTX module with `cuModuleLoadDataEx`, collecting ptxas's logs. A JIT failure
+    /// returns an error that contains the error log (and the info log where there is one).
+    pub fn load_ptx_module(&self, ptx: &str) -> Result<PtxModule> {
+        let image = CString::new(ptx).context("PTX text contains a NUL byte")?;
+        drv(self.ctx.bind_to_thread(), "binding the CUDA context")?;
+        let mut info = vec![0u8; JIT_LOG_BYTES];
+        let mut error = vec![0u8; JIT_LOG_BYTES];
+        let mut options = [
+            sys::CUjit_option::CU_JIT_INFO_LOG_BUFFER,
+            sys::CUjit_option::CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
+            sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
+            sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+            sys::CUjit_option::CU_JIT_LOG_VERBOSE,
+        ];
+        // Sizes and flags travel as integers in the pointer slots (the driver API's convention);
+        // on return the size slots hold the bytes written.
+        let mut values: [*mut c_void; 5] = [
+            info.as_mut_ptr().cast(),
+            std::ptr::without_provenance_mut(JIT_LOG_BYTES),
+            error.as_mut_ptr().cast(),
+            std::ptr::without_provenance_mut(JIT_LOG_BYTES),
+            std::ptr::without_provenance_mut(1),
+        ];
+        let mut module: sys::CUmodule = std::ptr::null_mut();
+        // SAFETY: the context is bound; `image` is NUL-terminated PTX that outlives the call;
+        // `options` and `values` have the same length (passed as the count) and the log buffers
+        // are JIT_LOG_BYTES long, as declared, and outlive the call; `module` is a valid
+        // out-pointer.
+        let r = unsafe {
+            sys::cuModuleLoadDataEx(
+                &mut module,
+                image.as_ptr().cast(),
+                options.len() as u32,
+                options.as_mut_ptr(),
+                values.as_mut_ptr(),
+            )
+        };
+        let info_log = log_text(&info, values[1].addr());
+        let error_log = log_text(&error, values[3].addr());
+        if let Err(e) = r.result() {
+            let mut msg = format!("PTX JIT failed: {}", describe(e));
+            if !error_log.is_empty() {
+                msg += &format!("\nptxas error log:\n{error_log}");
+            }
+            if !info_log.is_empty() {
+                msg += &format!("\nptxas info log:\n{info_log}");
+            }
+            bail!(msg);
+        }
+        Ok(PtxModule {
+            ctx: self.ctx.clone(),
+            module,
+            info_log,
+        })
+    }
+
+    /// The fragment kernel for (v, selectors), loaded on first use. Selectors are ignored (and
+    /// not part of the cache key) for variants without block scaling.
+    fn fragment_function(&self, v: &Variant, sel: ScaleSelectors) -> Result<sys::CUfunction> {
+        let sel = if v.scale.is_some() {
+            sel
+        } else {
+            ScaleSelectors::default()
+        };
+        let key = (v.id(), [sel.byte_a, sel.thread_a, sel.byte_b, sel.thread_b]);
+        if let Some(k) = self.kernels.borrow().get(&key) {
+            return Ok(k.function);
+        }
+        let ptx = fragment_kernel(v, v.min_target, sel);
+        let module = self.load_ptx_module(&ptx).with_context(|| {
+            format!(
+                "loading the fragment kernel of {} for {}",
+                v.id(),
+                v.min_target
+            )
+        })?;
+        let function = module.function(FRAGMENT_ENTRY)?;
+        self.kernels.borrow_mut().insert(
+            key,
+            FragmentKernel {
+                function,
+                _module: module,
+            },
+        );
+        Ok(function)
+    }
+
+    /// Launch one chunk of `n` experiments; the slices are that chunk's part of each buffer.
+    fn run_chunk(
+        &self,
+        f: sys::CUfunction,
+        n: usize,
+        inputs: [&[u32]; 5],
+        d_words: usize,
+    ) -> Result<Vec<u32>> {
+        let names = ["A", "B", "C", "scale_a", "scale_b"];
+        let bufs = inputs
+            .iter()
+            .zip(names)
+            .map(|(h, name)| DeviceWords::from_host(h, name))
+            .collect::<Result<Vec<_>>>()?;
+        let d = DeviceWords::alloc(d_words, "D")?;
+        // SAFETY: `d.ptr` holds at least `d_words` words (allocated above, max(1)).
+        check(
+            unsafe { sys::cuMemsetD32_v2(d.ptr, D_POISON, d_words) },
+            "cuMemsetD32(D)",
+        )?;
+        let mut ptrs: [sys::CUdeviceptr; 6] = [
+            bufs[0].ptr,
+            bufs[1].ptr,
+            bufs[2].ptr,
+            bufs[3].ptr,
+            bufs[4].ptr,
+            d.ptr,
+        ];
+        let mut params: [*mut c_void; 6] = [std::ptr::null_mut(); 6];
+        for (p, dp) in params.iter_mut().zip(ptrs.iter_mut()) {
+            *p = (dp as *mut sys::CUdeviceptr).cast();
+        }
+        // SAFETY: `f` is a live function of the bound context whose six parameters are .u64
+        // pointers, matched by `params` (each points at a CUdeviceptr in `ptrs`, which outlives
+        // the call: the driver copies parameter values at launch). Every buffer is sized for
+        // `n` experiments of 32 lanes, which is exactly what grid (n,1,1) × block (32,1,1)
+        // reads and writes. n <= MAX_CHUNK_EXPERIMENTS < 2^31 - 1.
+        check(
+            unsafe {
+                sys::cuLaunchKernel(
+                    f,
+                    n as u32,
+                    1,
+                    1,
+                    32,
+                    1,
+                    1,
+                    0,
+                    std::ptr::null_mut(),
+                    params.as_mut_ptr(),
+                    std::ptr::null_mut(),
+                )
+            },
+            &format!("cuLaunchKernel(grid {n}, block 32)"),
+        )?;
+        drv(
+            result::ctx::synchronize(),
+            "running the fragment kernel (cuCtxSynchronize)",
+        )?;
+        let mut out = vec![0u32; d_words];
+        // SAFETY: `d.ptr` holds `d_words` words and the kernel has finished (synchronised).
+        drv(
+            unsafe { result::memcpy_dtoh_sync(&mut out, d.ptr) },
+            "cuMemcpyDtoH(D)",
+        )?;
+        Ok(out)
+    }
+}
+
+impl Drop for CudaBackend {
+    fn drop(&mut self) {
+        // Unload modules while the context is certainly alive (PtxModule binds it itself).
+        self.kernels.get_mut().clear();
+    }
+}
+
 impl Backend for CudaBackend {
     fn info(&self) -> &DeviceInfo {
         &self.info
     }
-    fn check_supported(&self, _v: &Variant) -> Result<()> {
-        bail!("unimplemented")
+
+    fn check_supported(&self, v: &Variant) -> Result<()> {
+        let (maj, min) = self.cc;
+        if !v.min_target.runs_on(self.cc) {
+            bail!(
+                "{} requires {}; this device is {} (sm_{maj}{min})",
+                v.id(),
+                v.min_target,
+                self.info.name
+            );
+        }
+        let ptx = v.ptx_version();
+        let need =
+            parse_version(&ptx).ok_or_else(|| anyhow!("bad PTX version {ptx:?} for {}", v.id()))?;
+        let have = max_ptx_for_driver(self.driver);
+        if need > have {
+            bail!(
+                "{} needs PTX ISA {ptx}, but the CUDA driver {} is too old for PTX ISA {ptx} (it JITs up to PTX ISA {}.{})",
+                v.id(),
+                self.info.driver.as_deref().unwrap_or("?"),
+                have.0,
+                have.1
+            );
+        }
+        Ok(())
     }
-    fn run(&self, _v: &Variant, _s: ScaleSelectors, _b: &Batch) -> Result<DWords> {
-        bail!("unimplemented")
+
+    fn run(&self, v: &Variant, selectors: ScaleSelectors, batch: &Batch) -> Result<DWords> {
+        self.check_supported(v)?;
+        let wpl = |op: Operand| v.fragment(op).words_per_lane() as usize * 32;
+        let (wa, wb, wc, wd) = (
+            wpl(Operand::A),
+            wpl(Operand::B),
+            wpl(Operand::C),
+            wpl(Operand::D),
+        );
+        let ws = if v.scale.is_some() { 32 } else { 0 };
+        let n = batch.experiments;
+        for (name, len, per) in [
+            ("A", batch.a.len(), wa),
+            ("B", batch.b.len(), wb),
+            ("C", batch.c.len(), wc),
+            ("scale_a", batch.scale_a.len(), ws),
+            ("scale_b", batch.scale_b.len(), ws),
+        ] {
+            if len != n * per {
+                bail!(
+                    "batch for {}: {name} has {len} words, expected {} ({n} experiments × {per})",
+                    v.id(),
+                    n * per
+                );
+            }
+        }
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        let f = self.fragment_function(v, selectors)?;
+        drv(self.ctx.bind_to_thread(), "binding the CUDA context")?;
+        let mut out = Vec::with_capacity(n * wd);
+        let mut start = 0;
+        while start < n {
+            let m = (n - start).min(MAX_CHUNK_EXPERIMENTS);
+            let range = |per: usize| start * per..(start + m) * per;
+            let inputs = [
+                &batch.a[range(wa)],
+                &batch.b[range(wb)],
+                &batch.c[range(wc)],
+                &batch.scale_a[range(ws)],
+                &batch.scale_b[range(ws)],
+            ];
+            let d = self.run_chunk(f, m, inputs, m * wd).with_context(|| {
+                format!("running {} (experiments {start}..{})", v.id(), start + m)
+            })?;
+            out.extend_from_slice(&d);
+            start += m;
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn open_without_driver_is_an_error_not_a_panic() {
+        // SAFETY: only probes for the library file.
+        let present = unsafe { sys::is_culib_present() };
+        let r = std::panic::catch_unwind(CudaBackend::open);
+        let r = r.expect("CudaBackend::open panicked");
+        if !present {
+            let e = r.err().expect("open succeeded without libcuda");
+            assert!(format!("{e:#}").contains("libcuda.so not found"), "{e:#}");
+        }
+    }
+
+    #[test]
+    fn driver_versions() {
+        assert_eq!(driver_version_string(13000), "13.0");
+        assert_eq!(driver_version_string(12080), "12.8");
+        assert_eq!(driver_version_string(12090), "12.9");
+        assert_eq!(max_ptx_for_driver((12, 8)), (8, 7));
+        assert_eq!(max_ptx_for_driver((12, 9)), (8, 8));
+        assert_eq!(max_ptx_for_driver((13, 0)), (9, 0));
+        assert_eq!(max_ptx_for_driver((13, 1)), (9, 1));
+        assert_eq!(max_ptx_for_driver((13, 2)), (9, 2));
+        assert_eq!(max_ptx_for_driver((12, 4)), (8, 4));
+        assert_eq!(max_ptx_for_driver((12, 6)), (8, 5));
     }
 }
