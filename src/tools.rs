@@ -1,2 +1,224 @@
 //! Locating and running the offline CUDA tools (ptxas, cuobjdump, nvdisasm) from PATH, from
 //! `FP4PROBE_CUDA_BIN`, or from the pinned pip packages under `.tools/`.
+//!
+//! Where a tool is looked for, first hit wins:
+//! 1. the directory named by `FP4PROBE_CUDA_BIN`;
+//! 2. `.tools/nvidia/*/bin` under the current directory, then under this crate's root (where
+//!    `.ci/install-cuda-tools` puts the pinned `nvidia-cuda-*` wheels);
+//! 3. every directory on `PATH`;
+//! 4. `/usr/local/cuda/bin`.
+//!
+//! None of this needs a GPU or a driver: ptxas turns PTX into a cubin, cuobjdump or nvdisasm
+//! turns a cubin into SASS text.
+
+use crate::isa::Target;
+use anyhow::{Context, bail};
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Environment variable naming a directory that holds ptxas, cuobjdump and nvdisasm.
+pub const CUDA_BIN_ENV: &str = "FP4PROBE_CUDA_BIN";
+
+/// Why [`assemble`] produced no cubin.
+#[derive(Debug, thiserror::Error)]
+pub enum AssembleError {
+    /// No ptxas in any of the places [`find_tool`] looks.
+    #[error("ptxas not found (set {CUDA_BIN_ENV}, put it on PATH, or run .ci/install-cuda-tools)")]
+    NotFound,
+    /// ptxas ran and refused the module; `log` is everything it printed.
+    #[error("ptxas rejected the module:\n{log}")]
+    Rejected { log: String },
+    /// The temporary files could not be written or read, or ptxas could not be started.
+    #[error("running ptxas: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// `.tools/nvidia/*/bin` under `base`, newest CUDA major first (`cu13` before `cu12`).
+fn pip_tool_dirs(base: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(base.join(".tools").join("nvidia")) else {
+        return Vec::new();
+    };
+    let mut dirs: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok())
+        .map(|e| e.path().join("bin"))
+        .filter(|p| p.is_dir())
+        .collect();
+    dirs.sort();
+    dirs.reverse();
+    dirs
+}
+
+/// Every directory [`find_tool`] searches, in order (for messages and diagnostics).
+pub fn search_dirs() -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    if let Some(d) = std::env::var_os(CUDA_BIN_ENV).filter(|d| !d.is_empty()) {
+        dirs.push(PathBuf::from(d));
+    }
+    if let Ok(cwd) = std::env::current_dir() {
+        dirs.extend(pip_tool_dirs(&cwd));
+    }
+    dirs.extend(pip_tool_dirs(Path::new(env!("CARGO_MANIFEST_DIR"))));
+    if let Some(path) = std::env::var_os("PATH") {
+        dirs.extend(std::env::split_paths(&path).filter(|p| !p.as_os_str().is_empty()));
+    }
+    dirs.push(PathBuf::from("/usr/local/cuda/bin"));
+    let mut seen = std::collections::HashSet::new();
+    dirs.retain(|d| seen.insert(d.clone()));
+    dirs
+}
+
+fn is_executable(p: &Path) -> bool {
+    let Ok(meta) = std::fs::metadata(p) else {
+        return false;
+    };
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        meta.is_file() && meta.permissions().mode() & 0o111 != 0
+    }
+    #[cfg(not(unix))]
+    {
+        meta.is_file()
+    }
+}
+
+/// The path of tool `name` (`ptxas`, `cuobjdump`, `nvdisasm`), searched as the module doc says.
+pub fn find_tool(name: &str) -> Option<PathBuf> {
+    let file = format!("{name}{}", std::env::consts::EXE_SUFFIX);
+    search_dirs()
+        .into_iter()
+        .map(|d| d.join(&file))
+        .find(|p| is_executable(p))
+}
+
+/// The version of the ptxas [`find_tool`] finds, e.g. `13.5.37` (from `V13.5.37` in
+/// `ptxas --version`), or the `release` line as printed when there is no `V` number.
+pub fn ptxas_version() -> Option<String> {
+    let out = Command::new(find_tool("ptxas")?)
+        .arg("--version")
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text.lines().find(|l| l.contains("release"))?;
+    let full = line
+        .split(|c: char| c == ',' || c.is_whitespace())
+        .find_map(|w| w.strip_prefix('V'))
+        .filter(|v| v.starts_with(|c: char| c.is_ascii_digit()));
+    Some(full.unwrap_or(line.trim()).to_string())
+}
+
+/// A fresh directory under the system temp dir, removed when dropped.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new() -> std::io::Result<Self> {
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        loop {
+            let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+            let dir = std::env::temp_dir()
+                .join(format!("fp4probe-{}-{nanos:08x}-{n}", std::process::id()));
+            match std::fs::create_dir(&dir) {
+                Ok(()) => return Ok(TempDir(dir)),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    fn path(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn log_of(out: &Output) -> String {
+    let mut log = String::from_utf8_lossy(&out.stderr).into_owned();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    if !stdout.trim().is_empty() {
+        if !log.is_empty() && !log.ends_with('\n') {
+            log.push('\n');
+        }
+        log += &stdout;
+    }
+    if log.trim().is_empty() {
+        log = format!("(no output; {})", out.status);
+    }
+    log
+}
+
+/// Assemble a PTX module for `target` with `ptxas -arch=<target>` and return the cubin.
+///
+/// On refusal the error carries everything ptxas printed (its messages name a temporary file:
+/// `ptxas /tmp/fp4probe-.../in.ptx, line 31; error : ...`).
+pub fn assemble(ptx: &str, target: Target) -> Result<Vec<u8>, AssembleError> {
+    let ptxas = find_tool("ptxas").ok_or(AssembleError::NotFound)?;
+    let dir = TempDir::new()?;
+    let (input, output) = (dir.path("in.ptx"), dir.path("out.cubin"));
+    std::fs::write(&input, ptx)?;
+    let out = Command::new(&ptxas)
+        .arg(format!("-arch={target}"))
+        .arg(&input)
+        .arg("-o")
+        .arg(&output)
+        .output()?;
+    if !out.status.success() {
+        return Err(AssembleError::Rejected { log: log_of(&out) });
+    }
+    Ok(std::fs::read(&output)?)
+}
+
+/// SASS of a cubin: `cuobjdump --dump-sass`, or `nvdisasm` where there is no cuobjdump.
+pub fn sass(cubin: &[u8]) -> anyhow::Result<String> {
+    let (tool, args): (PathBuf, &[&str]) = if let Some(t) = find_tool("cuobjdump") {
+        (t, &["--dump-sass"])
+    } else if let Some(t) = find_tool("nvdisasm") {
+        (t, &[])
+    } else {
+        bail!(
+            "neither cuobjdump nor nvdisasm found (set {CUDA_BIN_ENV}, put them on PATH, or run \
+             .ci/install-cuda-tools)"
+        );
+    };
+    let dir = TempDir::new().context("creating a temporary directory")?;
+    let input = dir.path("in.cubin");
+    std::fs::write(&input, cubin).with_context(|| format!("writing {}", input.display()))?;
+    let out = Command::new(&tool)
+        .args(args.iter().map(OsStr::new))
+        .arg(&input)
+        .output()
+        .with_context(|| format!("running {}", tool.display()))?;
+    if !out.status.success() {
+        bail!("{} failed:\n{}", tool.display(), log_of(&out));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn temp_dirs_are_unique_and_removed() {
+        let a = TempDir::new().unwrap();
+        let b = TempDir::new().unwrap();
+        assert_ne!(a.0, b.0);
+        let p = a.0.clone();
+        drop(a);
+        assert!(!p.exists());
+    }
+
+    #[test]
+    fn missing_tool_is_none() {
+        assert_eq!(find_tool("fp4probe-no-such-tool"), None);
+    }
+}
