@@ -2,6 +2,7 @@
 
 mod catalog;
 mod fragment;
+mod numerics;
 mod select;
 mod show;
 
@@ -35,6 +36,8 @@ pub enum Command {
     Catalog(catalog::Args),
     /// Measure slot → (row, col) maps of A, B, C and D by one-hot experiments, then validate.
     Fragment(fragment::Args),
+    /// Measure numeric behaviour: product exactness, alignment, rounding, grouping, subnormals, NaN.
+    Numerics(numerics::Args),
     /// Print a lane map file: provenance, validation, closed forms, the map as a table.
     Show(show::Args),
 }
@@ -43,6 +46,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Catalog(a) => catalog::run(a),
         Command::Fragment(a) => fragment::run(a),
+        Command::Numerics(a) => numerics::run(a),
         Command::Show(a) => show::run(a),
     }
 }

@@ -69,7 +69,7 @@ pub struct FragmentOutcome {
 }
 
 /// Decoded D of every experiment: `[experiment][d slot]` as raw value bits.
-fn d_bits(v: &Variant, words: &[u32], experiments: usize) -> Vec<Vec<u64>> {
+pub(crate) fn d_bits(v: &Variant, words: &[u32], experiments: usize) -> Vec<Vec<u64>> {
     let fd = v.fragment(Operand::D);
     let space = SlotSpace::of(&fd);
     let wpl = fd.words_per_lane() as usize;
@@ -91,7 +91,14 @@ fn changed(x: &[u64], base: &[u64]) -> Vec<usize> {
 }
 
 /// Set slot `index` of operand `op` in experiment `exp` to the value bits `bits`.
-fn set_slot(v: &Variant, batch: &mut Batch, op: Operand, exp: usize, index: usize, bits: u64) {
+pub(crate) fn set_slot(
+    v: &Variant,
+    batch: &mut Batch,
+    op: Operand,
+    exp: usize,
+    index: usize,
+    bits: u64,
+) {
     let f = v.fragment(op);
     let s = SlotSpace::of(&f).slot(index);
     f.insert(
@@ -102,7 +109,7 @@ fn set_slot(v: &Variant, batch: &mut Batch, op: Operand, exp: usize, index: usiz
     );
 }
 
-fn fill(v: &Variant, batch: &mut Batch, op: Operand, exp: usize, bits: u64) {
+pub(crate) fn fill(v: &Variant, batch: &mut Batch, op: Operand, exp: usize, bits: u64) {
     for i in 0..SlotSpace::of(&v.fragment(op)).len() {
         set_slot(v, batch, op, exp, i, bits);
     }
