@@ -17,6 +17,13 @@ use serde::{Deserialize, Serialize};
 
 pub const SCHEMA: &str = "fp4probe.numerics/1";
 
+/// One term of a dot product in D(0, 0): (k, a code, b code).
+type Term = (usize, u64, u64);
+/// A dot product: its terms and the code of C(0, 0).
+type DotCase = (Vec<Term>, u64);
+/// Tells from D(0, 0) whether k = j shared a group with k = 0 (None: unexplained value).
+type GroupTest = Box<dyn Fn(f64) -> Option<bool>>;
+
 /// One finding and its evidence.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Finding {
@@ -112,7 +119,7 @@ impl Ctx<'_> {
         self.td.decode(bits)
     }
     /// Run dot products in D(0,0) and return D(0,0)'s bits for each.
-    fn dots(&self, cases: &[(Vec<(usize, u64, u64)>, u64)]) -> Result<Vec<u64>> {
+    fn dots(&self, cases: &[DotCase]) -> Result<Vec<u64>> {
         let dense: Vec<Dense> = cases
             .iter()
             .map(|(t, c)| Dense::dot(self.v, t, *c))
@@ -392,9 +399,7 @@ fn group(ctx: &Ctx, out: &mut Numerics) -> Result<()> {
     let (_, _, bx) = exponents(ctx.tb);
     let e = (ax + bx).min(dmax - 1);
     let z = ctx.zero_c();
-    let (cases, same_group, experiment): (Vec<_>, Box<dyn Fn(f64) -> Option<bool>>, String) = if f
-        > p
-    {
+    let (cases, same_group, experiment): (Vec<DotCase>, GroupTest, String) = if f > p {
         let es = e - p - 1;
         let (Some((ba, bb)), Some((sa, sb))) = (ctx.product_pow2(e), ctx.product_pow2(es)) else {
             return Ok(());
@@ -599,7 +604,7 @@ fn nan_inf(ctx: &Ctx, out: &mut Numerics) -> Result<()> {
     let one_b = ctx.code(ctx.tb, 1.0).expect("1");
     let zero_b = ctx.code(ctx.tb, 0.0).expect("0");
     let z = ctx.zero_c();
-    let mut cases: Vec<(Vec<(usize, u64, u64)>, u64)> = Vec::new();
+    let mut cases: Vec<DotCase> = Vec::new();
     let mut what: Vec<String> = Vec::new();
     match nan_code(ctx.ta) {
         Some(nan) => {
