@@ -23,8 +23,10 @@ pub fn mma(v: &Variant, x: &Operands) -> Vec<f64> {
     for i in 0..m {
         for kk in 0..k {
             let av = x.a[i * k + kk];
-            // AND and ordinary products contribute nothing from a zero of A; XOR does.
-            if av == 0.0 && v.bitop != Some(BitOp::Xor) {
+            // AND contributes nothing from a zero of A. Ordinary products are still added: a
+            // product of zeros carries a sign (-0 + +0 = +0, IEEE), which the container probe's
+            // negative-zero check observes.
+            if av == 0.0 && v.bitop == Some(BitOp::And) {
                 continue;
             }
             let kb = kk / per_block;

@@ -12,4 +12,6 @@ pub mod isa;
 pub mod layout;
 pub mod probe;
 pub mod provenance;
+pub mod sass;
 pub mod tools;
+pub mod tui;

@@ -1,10 +1,14 @@
 //! The `fp4probe` command line: one module per subcommand.
 
 mod catalog;
+mod container;
 mod fragment;
 mod numerics;
+mod sass;
+mod scale;
 mod select;
 mod show;
+pub mod view;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -28,6 +32,13 @@ const EXAMPLES: &str = "Examples:
   fp4probe fragment --variant m16n8k16.f32.bf16.bf16.f32
   fp4probe fragment --shape m16n8k32 --kind mxf8f6f4 --a e2m1 --b e2m1 --backend emulator
   fp4probe fragment --all                           every variant this device runs
+  fp4probe container --a e4m3 --kind plain          decode every e4m3 code through the unit
+  fp4probe container --all                          every input type this device runs
+  fp4probe sass --variant m16n8k32.f32.e4m3.e4m3.f32 --target sm_90
+                                                    what it lowers to in SASS (offline)
+  fp4probe scale --all --backend emulator           scale lane maps of the 29 block-scaled variants
+  fp4probe numerics --all                           numeric behaviour of every variant
+  fp4probe view reports/sm_90/m16n8k16.f32.bf16.bf16.f32.json
   fp4probe show reports/sm_90/m16n8k32.f32.e4m3.e4m3.f32.json";
 
 #[derive(Subcommand, Debug)]
@@ -36,8 +47,22 @@ pub enum Command {
     Catalog(catalog::Args),
     /// Measure slot → (row, col) maps of A, B, C and D by one-hot experiments, then validate.
     Fragment(fragment::Args),
+    /// Sweep every container code of an input type through A (B = 1): decode table, bit roles.
+    ///
+    /// Qualifiers pick one representative variant per input type; --all sweeps one per distinct
+    /// (kind, A type, A container width), preferring f32/s32 D and the smallest k.
+    Container(container::Args),
     /// Measure numeric behaviour: product exactness, alignment, rounding, grouping, subnormals, NaN.
     Numerics(numerics::Args),
+    /// What a variant lowers to in SASS: instruction listing and histogram of the probe kernel,
+    /// offline (pinned ptxas + cuobjdump, any target) or with the device's own toolchain.
+    Sass(sass::Args),
+    /// Measure which lane and byte of the scale registers scale which row/column and k-block,
+    /// for every {byte-id, thread-id} selector ptxas accepts (block-scaled variants).
+    Scale(scale::Args),
+    /// Browse a lane map in the terminal: operand grids coloured by lane, cursor, lane highlight,
+    /// scale tab, diff against another map or the documented layout.
+    View(view::Args),
     /// Print a lane map file: provenance, validation, closed forms, the map as a table.
     Show(show::Args),
 }
@@ -46,7 +71,11 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Catalog(a) => catalog::run(a),
         Command::Fragment(a) => fragment::run(a),
+        Command::Container(a) => container::run(a),
         Command::Numerics(a) => numerics::run(a),
+        Command::Sass(a) => sass::run(a),
+        Command::Scale(a) => scale::run(a),
         Command::Show(a) => show::run(a),
+        Command::View(a) => view::run_cmd(a),
     }
 }

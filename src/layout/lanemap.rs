@@ -275,7 +275,7 @@ impl LaneMap {
 }
 
 /// Collapse `[\n  1,\n  2\n]` into `[1, 2]` wherever an array holds only numbers.
-fn compact_number_arrays(pretty: &str) -> String {
+pub(crate) fn compact_number_arrays(pretty: &str) -> String {
     let mut out = String::with_capacity(pretty.len());
     let mut rest = pretty;
     while let Some(open) = rest.find('[') {

@@ -1,8 +1,11 @@
 //! Experiments: PTX kernels (`ptx`), the fragment probe (`fragment`) and the inference that
-//! turns its observations into a structure (`infer`).
+//! turns its observations into a structure (`infer`), dense value experiments (`dense`), numeric
+//! behaviour (`numerics`), the container sweep (`container`) and the block-scale probe (`scale`).
 
+pub mod container;
 pub mod dense;
 pub mod fragment;
 pub mod infer;
 pub mod numerics;
 pub mod ptx;
+pub mod scale;

@@ -1,0 +1,59 @@
+//! `fp4probe view`: the terminal viewer.
+
+use crate::layout::LaneMap;
+use crate::tui::{App, DiffTarget, ScaleTable, run};
+use anyhow::Result;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// A lane map JSON file (e.g. reports/sm_90/m16n8k16.f32.bf16.bf16.f32.json).
+    pub map: PathBuf,
+    /// Diff against this map instead of the documented layout (press `d` in the viewer).
+    #[arg(long)]
+    pub diff: Option<PathBuf>,
+    /// Scale map CSV (default: `<stem>.scale.csv` next to the map, if present).
+    #[arg(long)]
+    pub scale: Option<PathBuf>,
+}
+
+/// Build the viewer's state from the command line (shared with tests).
+pub fn app(args: &Args) -> Result<App> {
+    let map = LaneMap::load(&args.map)?;
+    let diff = match &args.diff {
+        Some(p) => {
+            let other = LaneMap::load(p)?;
+            anyhow::ensure!(
+                other.variant == map.variant,
+                "--diff map is {}, not {}",
+                other.variant,
+                map.variant
+            );
+            Some(DiffTarget {
+                name: p
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+                layout: other.layout()?,
+            })
+        }
+        None => None,
+    };
+    let scale_path = args.scale.clone().or_else(|| {
+        let p = args
+            .map
+            .with_file_name(format!("{}.scale.csv", map.variant.replace("::", "_")));
+        p.exists().then_some(p)
+    });
+    let scale = match scale_path {
+        Some(p) => Some(ScaleTable::load(&p)?),
+        None => None,
+    };
+    App::new(map, diff, scale)
+}
+
+pub fn run_cmd(args: Args) -> Result<ExitCode> {
+    run(app(&args)?)?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,448 @@
+//! `fp4probe view`: a terminal viewer of a lane map. Tabs per operand, the matrix grid coloured
+//! by lane, a cursor that names the slot under it, lane highlight, a scale tab for block-scaled
+//! variants, and a diff mode against another map or the documented layout.
+//!
+//! `App` holds the state and handles keys; `draw` renders it. Both are pure so that tests drive
+//! them through ratatui's `TestBackend`; `run` connects them to the real terminal.
+
+mod scale;
+
+use crate::isa::{Operand, Variant};
+use crate::layout::documented::documented;
+use crate::layout::{Coord, LaneMap, Layout, SlotSpace};
+use ratatui::Frame;
+use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind};
+use ratatui::layout::{Constraint, Layout as Split, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Paragraph, Tabs};
+pub use scale::ScaleTable;
+
+/// Which tab is shown.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tab {
+    Operand(Operand),
+    Scale,
+}
+
+/// What the diff compares against.
+pub struct DiffTarget {
+    pub name: String,
+    pub layout: Layout,
+}
+
+pub struct App {
+    pub map: LaneMap,
+    pub variant: Variant,
+    layout: Layout,
+    pub tab: Tab,
+    /// Cursor (row, col) per operand tab.
+    cursor: [(u32, u32); 4],
+    /// First visible (row, col) of the grid.
+    scroll: [(u32, u32); 4],
+    pub highlight: Option<u32>,
+    typing: String,
+    pub diff_on: bool,
+    diff: DiffTarget,
+    scale: Option<ScaleTable>,
+    scale_selector: usize,
+    pub quit: bool,
+    pub help: bool,
+}
+
+/// A colour per lane: 32 hues around the wheel, alternating lightness so neighbours differ.
+pub fn lane_color(lane: u32) -> Color {
+    let h = (lane as f64 * 360.0 / 32.0 * 5.0) % 360.0; // step 5 hues apart
+    let (s, l) = (0.65, if lane.is_multiple_of(2) { 0.45 } else { 0.62 });
+    let c = (1.0 - (2.0 * l - 1.0_f64).abs()) * s;
+    let x = c * (1.0 - ((h / 60.0) % 2.0 - 1.0).abs());
+    let m = l - c / 2.0;
+    let (r, g, b) = match (h / 60.0) as u32 {
+        0 => (c, x, 0.0),
+        1 => (x, c, 0.0),
+        2 => (0.0, c, x),
+        3 => (0.0, x, c),
+        4 => (x, 0.0, c),
+        _ => (c, 0.0, x),
+    };
+    let to = |v: f64| ((v + m) * 255.0).round() as u8;
+    Color::Rgb(to(r), to(g), to(b))
+}
+
+const OPS: [Operand; 4] = [Operand::A, Operand::B, Operand::C, Operand::D];
+
+impl App {
+    /// `diff`: another map's layout, or `None` for the documented layout of the variant.
+    pub fn new(
+        map: LaneMap,
+        diff: Option<DiffTarget>,
+        scale: Option<ScaleTable>,
+    ) -> anyhow::Result<Self> {
+        let variant = map.variant()?;
+        let layout = map.layout()?;
+        let diff = diff.unwrap_or_else(|| DiffTarget {
+            name: "documented".into(),
+            layout: documented(&variant),
+        });
+        Ok(App {
+            map,
+            variant,
+            layout,
+            tab: Tab::Operand(Operand::A),
+            cursor: [(0, 0); 4],
+            scroll: [(0, 0); 4],
+            highlight: None,
+            typing: String::new(),
+            diff_on: false,
+            diff,
+            scale,
+            scale_selector: 0,
+            quit: false,
+            help: false,
+        })
+    }
+
+    fn op_index(&self) -> Option<usize> {
+        match self.tab {
+            Tab::Operand(op) => OPS.iter().position(|&o| o == op),
+            Tab::Scale => None,
+        }
+    }
+
+    fn tabs(&self) -> Vec<Tab> {
+        let mut t: Vec<Tab> = OPS.iter().map(|&o| Tab::Operand(o)).collect();
+        if self.variant.scale.is_some() {
+            t.push(Tab::Scale);
+        }
+        t
+    }
+
+    /// The slot holding (row, col) of an operand, under a layout.
+    fn slot_at(&self, layout: &Layout, op: Operand, row: u32, col: u32) -> Option<(u32, u32, u32)> {
+        let space = SlotSpace::of(&self.variant.fragment(op));
+        layout
+            .operand(op)
+            .iter()
+            .position(|c| *c == Coord { row, col })
+            .map(|i| {
+                let s = space.slot(i);
+                (s.lane, s.reg, s.elem)
+            })
+    }
+
+    pub fn handle_key(&mut self, key: KeyCode) {
+        if self.help {
+            self.help = false;
+            return;
+        }
+        let tabs = self.tabs();
+        let pos = tabs.iter().position(|t| *t == self.tab).unwrap_or(0);
+        match key {
+            KeyCode::Char('q') => self.quit = true,
+            KeyCode::Char('?') => self.help = true,
+            KeyCode::Tab => self.tab = tabs[(pos + 1) % tabs.len()],
+            KeyCode::BackTab => self.tab = tabs[(pos + tabs.len() - 1) % tabs.len()],
+            KeyCode::Char(c @ ('a' | 'b' | 'c' | 'D' | 's')) => {
+                self.tab = match c {
+                    'a' => Tab::Operand(Operand::A),
+                    'b' => Tab::Operand(Operand::B),
+                    'c' => Tab::Operand(Operand::C),
+                    'D' => Tab::Operand(Operand::D),
+                    _ if self.variant.scale.is_some() => Tab::Scale,
+                    _ => self.tab,
+                }
+            }
+            KeyCode::Char('d') => self.diff_on = !self.diff_on,
+            KeyCode::Char(c) if c.is_ascii_digit() && self.typing.len() < 2 => self.typing.push(c),
+            KeyCode::Enter => {
+                self.highlight = self.typing.parse().ok().filter(|&l: &u32| l < 32);
+                self.typing.clear();
+            }
+            KeyCode::Esc => {
+                self.highlight = None;
+                self.typing.clear();
+            }
+            KeyCode::Left | KeyCode::Char('h') => self.step(0, -1),
+            KeyCode::Right | KeyCode::Char('l') => self.step(0, 1),
+            KeyCode::Up | KeyCode::Char('k') => self.step(-1, 0),
+            KeyCode::Down | KeyCode::Char('j') => self.step(1, 0),
+            _ => {}
+        }
+    }
+
+    fn step(&mut self, dr: i64, dc: i64) {
+        match self.op_index() {
+            Some(i) => {
+                let f = self.variant.fragment(OPS[i]);
+                let (r, c) = self.cursor[i];
+                self.cursor[i] = (
+                    (r as i64 + dr).clamp(0, f.rows as i64 - 1) as u32,
+                    (c as i64 + dc).clamp(0, f.cols as i64 - 1) as u32,
+                );
+            }
+            None => {
+                if let Some(t) = &self.scale {
+                    let n = t.selectors().len().max(1);
+                    self.scale_selector =
+                        (self.scale_selector as i64 + dc + dr).rem_euclid(n as i64) as usize;
+                }
+            }
+        }
+    }
+}
+
+const CELL: u16 = 3;
+const ROW_LABEL: u16 = 4;
+
+pub fn draw(f: &mut Frame, app: &mut App) {
+    let area = f.area();
+    let [top, info, body, status, help] = Split::vertical([
+        Constraint::Length(1),
+        Constraint::Length(1),
+        Constraint::Min(3),
+        Constraint::Length(1),
+        Constraint::Length(1),
+    ])
+    .areas(area);
+    let titles: Vec<Line> = app
+        .tabs()
+        .iter()
+        .map(|t| match t {
+            Tab::Operand(o) => Line::from(format!(" {} ", o.name())),
+            Tab::Scale => Line::from(" Scale "),
+        })
+        .collect();
+    let sel = app.tabs().iter().position(|t| *t == app.tab).unwrap_or(0);
+    let [tabs_area, id_area] =
+        Split::horizontal([Constraint::Length(38), Constraint::Min(10)]).areas(top);
+    f.render_widget(
+        Tabs::new(titles)
+            .select(sel)
+            .highlight_style(Style::new().add_modifier(Modifier::REVERSED))
+            .divider("|"),
+        tabs_area,
+    );
+    f.render_widget(
+        Paragraph::new(Span::styled(
+            app.map.variant.clone(),
+            Style::new().add_modifier(Modifier::BOLD),
+        )),
+        id_area,
+    );
+    let backend = match app.map.backend {
+        crate::device::BackendKind::Hardware => format!("hardware: {}", app.map.provenance.device),
+        crate::device::BackendKind::Emulator => {
+            "EMULATOR (documented layout, not a hardware finding)".to_string()
+        }
+    };
+    let status_word = format!("{:?}", app.map.status).to_uppercase();
+    match app.op_index() {
+        Some(i) => {
+            let op = OPS[i];
+            let fr = app.variant.fragment(op);
+            f.render_widget(
+                Paragraph::new(format!(
+                    "{} {}x{} {} | {} regs x {} | {} | {}",
+                    op.name(),
+                    fr.rows,
+                    fr.cols,
+                    fr.elem,
+                    fr.regs,
+                    fr.elems_per_reg(),
+                    status_word,
+                    backend
+                )),
+                info,
+            );
+            draw_grid(f, app, i, body);
+            let (r, c) = app.cursor[i];
+            let here = app.slot_at(&app.layout, op, r, c);
+            let mut s = match here {
+                Some((l, reg, e)) => format!("({r},{c}) = lane {l} reg {reg} elem {e}"),
+                None => format!("({r},{c}) = no slot"),
+            };
+            if let Some(l) = app.highlight {
+                s += &format!(" | lane {l} lit");
+            }
+            if !app.typing.is_empty() {
+                s += &format!(" | lane? {}_", app.typing);
+            }
+            if app.diff_on {
+                let n = diff_count(app, op);
+                s += &format!(" | diff vs {}: {n} differ", app.diff.name);
+                if let Some(other) = app
+                    .slot_at(&app.diff.layout, op, r, c)
+                    .filter(|o| Some(*o) != here)
+                {
+                    s += &format!(
+                        " (there: lane {} reg {} elem {})",
+                        other.0, other.1, other.2
+                    );
+                }
+            }
+            f.render_widget(Paragraph::new(s), status);
+        }
+        None => {
+            f.render_widget(
+                Paragraph::new(format!("block scales | {status_word} | {backend}")),
+                info,
+            );
+            scale::draw(f, app.scale.as_ref(), app.scale_selector, body);
+            f.render_widget(Paragraph::new("←/→ selector"), status);
+        }
+    }
+    f.render_widget(
+        Paragraph::new("arrows/hjkl move  Tab a b c D s tab  0-31+Enter lane  Esc clear  d diff  ? help  q quit")
+            .style(Style::new().fg(Color::DarkGray)),
+        help,
+    );
+    if app.help {
+        draw_help(f, area);
+    }
+}
+
+fn diff_count(app: &App, op: Operand) -> usize {
+    app.layout
+        .operand(op)
+        .iter()
+        .zip(app.diff.layout.operand(op))
+        .filter(|(a, b)| a != b)
+        .count()
+}
+
+fn draw_grid(f: &mut Frame, app: &mut App, i: usize, area: Rect) {
+    let op = OPS[i];
+    let fr = app.variant.fragment(op);
+    let vis_cols = ((area.width.saturating_sub(ROW_LABEL)) / CELL).max(1) as u32;
+    let vis_rows = area.height.saturating_sub(1).max(1) as u32;
+    let (cr, cc) = app.cursor[i];
+    let (mut sr, mut sc) = app.scroll[i];
+    if cc < sc {
+        sc = cc;
+    } else if cc >= sc + vis_cols {
+        sc = cc + 1 - vis_cols;
+    }
+    if cr < sr {
+        sr = cr;
+    } else if cr >= sr + vis_rows {
+        sr = cr + 1 - vis_rows;
+    }
+    app.scroll[i] = (sr, sc);
+    // Cell → slot lookup once per frame.
+    let space = SlotSpace::of(&fr);
+    let mut owner = vec![(0u32, 0u32, 0u32); (fr.rows * fr.cols) as usize];
+    for (idx, c) in app.layout.operand(op).iter().enumerate() {
+        let s = space.slot(idx);
+        owner[(c.row * fr.cols + c.col) as usize] = (s.lane, s.reg, s.elem);
+    }
+    let differs: Vec<bool> = if app.diff_on {
+        let mut d = vec![false; owner.len()];
+        for (a, b) in app
+            .layout
+            .operand(op)
+            .iter()
+            .zip(app.diff.layout.operand(op))
+        {
+            if a != b {
+                d[(a.row * fr.cols + a.col) as usize] = true;
+            }
+        }
+        d
+    } else {
+        vec![]
+    };
+    let (rname, cname) = match op {
+        Operand::A => ("m", "k"),
+        Operand::B => ("k", "n"),
+        _ => ("m", "n"),
+    };
+    let mut lines = Vec::new();
+    let mut head = vec![Span::raw(format!("{:<4}", format!("{rname}\\{cname}")))];
+    for c in sc..(sc + vis_cols).min(fr.cols) {
+        head.push(Span::styled(
+            format!("{:>3}", c % 1000),
+            Style::new().fg(Color::DarkGray),
+        ));
+    }
+    lines.push(Line::from(head));
+    for r in sr..(sr + vis_rows).min(fr.rows) {
+        let mut spans = vec![Span::styled(
+            format!("{r:>3} "),
+            Style::new().fg(Color::DarkGray),
+        )];
+        for c in sc..(sc + vis_cols).min(fr.cols) {
+            let cell = (r * fr.cols + c) as usize;
+            let (lane, _, _) = owner[cell];
+            let mut style = Style::new().fg(Color::Black).bg(lane_color(lane));
+            if let Some(h) = app.highlight {
+                style = if h == lane {
+                    Style::new()
+                        .fg(Color::Black)
+                        .bg(lane_color(lane))
+                        .add_modifier(Modifier::BOLD)
+                } else {
+                    Style::new().fg(Color::DarkGray)
+                };
+            }
+            if app.diff_on {
+                style = if differs[cell] {
+                    Style::new().fg(Color::White).bg(Color::Red)
+                } else {
+                    Style::new().fg(Color::DarkGray)
+                };
+            }
+            if (r, c) == (cr, cc) {
+                style = style.add_modifier(Modifier::REVERSED | Modifier::BOLD);
+            }
+            spans.push(Span::styled(format!("{lane:>2} "), style));
+        }
+        lines.push(Line::from(spans));
+    }
+    f.render_widget(Paragraph::new(lines), area);
+}
+
+fn draw_help(f: &mut Frame, area: Rect) {
+    let text = vec![
+        Line::from(" fp4probe view: keys "),
+        Line::from(""),
+        Line::from(" arrows / h j k l   move the cursor (the status line names its slot)"),
+        Line::from(" Tab / Shift-Tab    next / previous tab; a b c D jump to A B C D, s scales"),
+        Line::from(" 0-31 then Enter    light up every cell held by that lane; Esc clears"),
+        Line::from(" d                  diff mode: cells whose slot differs from the other map"),
+        Line::from(" q                  quit"),
+        Line::from(""),
+        Line::from(" Cells show the lane that holds the element, coloured by lane."),
+        Line::from(" any key closes this help"),
+    ];
+    let w = 76.min(area.width);
+    let h = (text.len() as u16 + 2).min(area.height);
+    let r = Rect {
+        x: area.x + (area.width - w) / 2,
+        y: area.y + (area.height - h) / 2,
+        width: w,
+        height: h,
+    };
+    f.render_widget(ratatui::widgets::Clear, r);
+    f.render_widget(
+        Paragraph::new(text).block(ratatui::widgets::Block::bordered().title(" help ")),
+        r,
+    );
+}
+
+/// Run the viewer on the real terminal until `q`.
+pub fn run(mut app: App) -> anyhow::Result<()> {
+    let mut terminal = ratatui::init();
+    let result = (|| -> anyhow::Result<()> {
+        while !app.quit {
+            terminal.draw(|f| draw(f, &mut app))?;
+            if let Event::Key(k) = event::read()?
+                && k.kind == KeyEventKind::Press
+            {
+                app.handle_key(k.code);
+            }
+        }
+        Ok(())
+    })();
+    ratatui::restore();
+    result
+}
