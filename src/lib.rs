@@ -12,6 +12,7 @@ pub mod isa;
 pub mod layout;
 pub mod probe;
 pub mod provenance;
+pub mod report;
 pub mod sass;
 pub mod tools;
 pub mod tui;

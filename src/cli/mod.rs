@@ -4,6 +4,7 @@ mod catalog;
 mod container;
 mod fragment;
 mod numerics;
+mod report;
 mod sass;
 mod scale;
 mod select;
@@ -38,6 +39,7 @@ const EXAMPLES: &str = "Examples:
                                                     what it lowers to in SASS (offline)
   fp4probe scale --all --backend emulator           scale lane maps of the 29 block-scaled variants
   fp4probe numerics --all                           numeric behaviour of every variant
+  fp4probe report reports/*/*.json --skip-measured  pages and SVGs next to the maps, and the index
   fp4probe view reports/sm_90/m16n8k16.f32.bf16.bf16.f32.json
   fp4probe show reports/sm_90/m16n8k32.f32.e4m3.e4m3.f32.json";
 
@@ -54,6 +56,8 @@ pub enum Command {
     Container(container::Args),
     /// Measure numeric behaviour: product exactness, alignment, rounding, grouping, subnormals, NaN.
     Numerics(numerics::Args),
+    /// Markdown pages with lane-coloured SVG pictures from lane map files, and the index.
+    Report(report::Args),
     /// What a variant lowers to in SASS: instruction listing and histogram of the probe kernel,
     /// offline (pinned ptxas + cuobjdump, any target) or with the device's own toolchain.
     Sass(sass::Args),
@@ -73,6 +77,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Fragment(a) => fragment::run(a),
         Command::Container(a) => container::run(a),
         Command::Numerics(a) => numerics::run(a),
+        Command::Report(a) => report::run(a),
         Command::Sass(a) => sass::run(a),
         Command::Scale(a) => scale::run(a),
         Command::Show(a) => show::run(a),

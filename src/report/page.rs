@@ -1,0 +1,529 @@
+//! The markdown page of one lane map.
+
+use super::{GENERATED, axis_names, reg_label, sm_name, stem};
+use crate::device::BackendKind;
+
+use crate::layout::diff::{DiffSummary, diff};
+use crate::layout::documented::documented;
+use crate::layout::lanemap::{LaneMap, OperandMap, Status};
+use crate::probe::fragment::Check;
+use serde::Deserialize;
+use std::fmt::Write;
+
+/// What a page links to and shows beyond the map itself.
+#[derive(Clone, Debug)]
+pub struct PageOptions<'a> {
+    /// The page sits next to its map in `reports/<folder>/`: link the JSON, the CSV and the
+    /// index `../README.md`.
+    pub links: bool,
+    /// The map's `scale` field (scale-factor layouts), if it has one.
+    pub scale: Option<&'a serde_json::Value>,
+}
+
+impl Default for PageOptions<'_> {
+    fn default() -> Self {
+        PageOptions {
+            links: true,
+            scale: None,
+        }
+    }
+}
+
+/// The page of `map`, as written next to it: [`render_page_with`] with default options.
+pub fn render_page(map: &LaneMap) -> String {
+    render_page_with(map, &PageOptions::default())
+}
+
+/// Escape a table cell.
+fn cell(s: &str) -> String {
+    s.replace('|', "\\|").replace('\n', " ")
+}
+
+/// `code` in backticks, with a longer fence where the text holds a backtick.
+fn code(s: &str) -> String {
+    if s.contains('`') {
+        format!("`` {s} ``")
+    } else {
+        format!("`{s}`")
+    }
+}
+
+fn plural(n: impl Into<u64>, one: &str, many: &str) -> String {
+    let n = n.into();
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// The status line: PASSED on hardware, EMULATED, or FAILED.
+fn badge(map: &LaneMap) -> &'static str {
+    match (map.status, map.backend) {
+        (Status::Passed, BackendKind::Hardware) => "PASSED on hardware",
+        (Status::Passed, BackendKind::Emulator) => "EMULATED (not a hardware finding)",
+        (Status::Failed, BackendKind::Hardware) => "FAILED (on hardware)",
+        (Status::Failed, BackendKind::Emulator) => "FAILED (on the emulator)",
+    }
+}
+
+/// The device as a sentence fragment: `NVIDIA H100 80GB HBM3 (compute capability 9.0, sm_90)`.
+fn device(map: &LaneMap) -> String {
+    let p = &map.provenance;
+    match p.compute_capability.as_deref() {
+        Some(cc) => format!(
+            "{} (compute capability {cc}{})",
+            p.device,
+            sm_name(cc).map(|s| format!(", {s}")).unwrap_or_default()
+        ),
+        None => p.device.clone(),
+    }
+}
+
+fn check(c: &Check) -> String {
+    if c.passed {
+        format!("pass: {} elements bit-exact", c.compared)
+    } else {
+        format!(
+            "FAIL: {} of {} elements differ",
+            c.mismatch_count, c.compared
+        )
+    }
+}
+
+/// The documented-layout diff: the map's own, else computed from its layout where it has one.
+fn documented_diff(map: &LaneMap) -> Option<DiffSummary> {
+    if let Some(d) = &map.documented_diff {
+        return Some(d.clone());
+    }
+    let v = map.variant().ok()?;
+    let l = map.layout().ok()?;
+    Some(diff(&v, &l, &documented(&v)))
+}
+
+pub fn render_page_with(map: &LaneMap, opts: &PageOptions) -> String {
+    let mut s = String::new();
+    let stem = stem(map);
+    let p = &map.provenance;
+    let _ = writeln!(s, "{GENERATED}\n");
+    let _ = writeln!(s, "# {}\n", code(&map.variant));
+
+    // Status.
+    let _ = write!(s, "**Status: {}**", badge(map));
+    match (map.status, map.backend) {
+        (Status::Passed, BackendKind::Hardware) => {
+            let _ = writeln!(
+                s,
+                " — measured on {}; the layout was inferred from one-hot experiments on the GPU and both validations (identity and random inputs) matched the CPU reference bit for bit.\n",
+                device(map)
+            );
+        }
+        (Status::Passed, BackendKind::Emulator) => {
+            let _ = writeln!(
+                s,
+                "\n\n> **This is not a measurement.** This map is the PTX ISA's documented layout run through fp4probe's CPU model (the emulator): no GPU ran these experiments. It shows that the probe's experiments, inference and labelling recover the documented layout; it says nothing about what the hardware does.\n"
+            );
+        }
+        (Status::Failed, _) => {
+            let _ = writeln!(
+                s,
+                "\n\n> **Failure:** {}\n",
+                map.failure
+                    .as_deref()
+                    .unwrap_or("no reason recorded (status failed)")
+            );
+        }
+    }
+    let scale = map
+        .types
+        .scale
+        .map(|sc| format!(", scale {} × scale_vec::{}X", sc.stype, sc.vec))
+        .unwrap_or_default();
+    let _ = writeln!(
+        s,
+        "{} — shape {}, A {}, B {}, C {}, D {}{scale}; minimum target {}.\n",
+        code(&map.instruction),
+        map.shape,
+        map.types.a,
+        map.types.b,
+        map.types.c,
+        map.types.d,
+        map.min_target
+    );
+    if opts.links {
+        let csv = if map.operands.is_empty() {
+            String::new()
+        } else {
+            format!(", [CSV]({stem}.csv)")
+        };
+        let _ = writeln!(
+            s,
+            "Data: [JSON]({stem}.json){csv} · [all variants and devices](../README.md)\n"
+        );
+    }
+
+    // Provenance.
+    s.push_str("## Provenance\n\n| | |\n| --- | --- |\n");
+    let backend = match p.backend {
+        BackendKind::Hardware => "hardware",
+        BackendKind::Emulator => "emulator (CPU model of the documented layouts)",
+    };
+    let rows: [(&str, String); 8] = [
+        ("backend", backend.to_string()),
+        ("device", p.device.clone()),
+        (
+            "compute capability",
+            match p.compute_capability.as_deref() {
+                Some(cc) => format!(
+                    "{cc}{}",
+                    sm_name(cc).map(|s| format!(" ({s})")).unwrap_or_default()
+                ),
+                None => "— (no GPU)".into(),
+            },
+        ),
+        (
+            "driver",
+            p.driver
+                .as_deref()
+                .map(|d| format!("CUDA {d}"))
+                .unwrap_or_else(|| "— (no GPU)".into()),
+        ),
+        ("tool version", format!("fp4probe {}", p.tool_version)),
+        ("date (UTC)", p.date.clone()),
+        ("command", code(&p.command)),
+        (
+            "probe",
+            format!(
+                "{} in {}, {:.3} s wall (module load and JIT included)",
+                plural(map.timing.experiments as u64, "experiment", "experiments"),
+                plural(map.timing.launches as u64, "launch", "launches"),
+                map.timing.wall_s
+            ),
+        ),
+    ];
+    for (k, v) in rows {
+        let _ = writeln!(s, "| {k} | {} |", cell(&v));
+    }
+
+    // Reproduce.
+    let target = map.min_target.to_string();
+    let gpu = if map.min_target.arch_specific {
+        format!(
+            "an {} GPU (compute capability {}.{}{})",
+            target.trim_end_matches('a'),
+            map.min_target.major,
+            map.min_target.minor,
+            if map.min_target.major == 12 {
+                ", consumer Blackwell"
+            } else {
+                ""
+            }
+        )
+    } else {
+        format!(
+            "any GPU that runs {target} (compute capability {}.{} or newer)",
+            map.min_target.major, map.min_target.minor
+        )
+    };
+    let _ = writeln!(
+        s,
+        "\n## Reproduce\n\n```sh\nfp4probe fragment --variant {}\n```\n",
+        map.variant
+    );
+    match map.backend {
+        BackendKind::Hardware => {
+            let _ = writeln!(
+                s,
+                "On {gpu} this measures the layout again (add `--backend cuda` to refuse the emulator fallback). The map is written to `reports/sm_XY/`; `fp4probe report` turns it into this page.\n"
+            );
+        }
+        BackendKind::Emulator => {
+            let sm120 = if map.min_target.major == 12 {
+                "On an sm_120 machine the same command measures it on hardware".to_string()
+            } else {
+                format!("On an sm_120 machine, or {gpu}, the same command measures it on hardware")
+            };
+            let _ = writeln!(
+                s,
+                "Without a GPU this runs the emulator, as it did for this page. {sm120} (`--backend cuda` refuses the emulator fallback).\n"
+            );
+        }
+    }
+
+    // Convention.
+    let _ = writeln!(
+        s,
+        "## Labelling convention\n\n> {}\n\nIn the formulas below `lane` is the lane (thread) index 0–31, `g = lane/4` (groupID), `t = lane%4` (thread in group), `reg` the register index within the operand and `e` the element within the register (low bits first); `/` and `%` are integer division and remainder. A is m×k, B is k×n, C and D are m×n: row and col are those of the operand's own matrix.\n",
+        cell(&map.convention)
+    );
+
+    // Validation.
+    s.push_str("## Validation\n\n");
+    match &map.validation {
+        Some(v) => {
+            let _ = writeln!(
+                s,
+                "| check | result |\n| --- | --- |\n| identity (A = B = I, through the inferred maps) | {} |\n| random exactly-representable A, B, C (seed {}) | {} |\n",
+                check(&v.identity),
+                v.seed,
+                check(&v.random)
+            );
+            for (name, c) in [("identity", &v.identity), ("random", &v.random)] {
+                if !c.passed && !c.mismatches.is_empty() {
+                    let _ = writeln!(
+                        s,
+                        "First mismatches of the {name} check (D row, col, expected, got):\n\n| row | col | expected | got |\n| ---: | ---: | ---: | ---: |"
+                    );
+                    for (r, c, e, g) in &c.mismatches {
+                        let _ = writeln!(s, "| {r} | {c} | {e} | {g} |");
+                    }
+                    s.push('\n');
+                }
+            }
+        }
+        None => s.push_str("Not run: there was no inferred layout to validate.\n\n"),
+    }
+
+    // Documented layout.
+    s.push_str("## Against the PTX ISA's documented layout\n\n");
+    match documented_diff(map) {
+        Some(d) if d.identical() => {
+            let parts: Vec<String> = d
+                .counts
+                .iter()
+                .map(|(op, _, total)| format!("{} {total}", op.name()))
+                .collect();
+            let _ = writeln!(
+                s,
+                "**Identical**, slot for slot, under the convention above (slots compared: {}).\n",
+                parts.join(", ")
+            );
+        }
+        Some(d) => {
+            s.push_str("**Different.** Differing slots per operand:\n\n| operand | differing | slots |\n| --- | ---: | ---: |\n");
+            for (op, n, total) in &d.counts {
+                let _ = writeln!(s, "| {} | {n} | {total} |", op.name());
+            }
+            let _ = writeln!(
+                s,
+                "\nThe first {} (the JSON keeps the same list):\n\n| operand | lane | reg | elem | this map (row, col) | documented (row, col) |\n| --- | ---: | ---: | ---: | --- | --- |",
+                d.first.len()
+            );
+            for x in &d.first {
+                let _ = writeln!(
+                    s,
+                    "| {} | {} | {} | {} | {}, {} | {}, {} |",
+                    x.operand.name(),
+                    x.lane,
+                    x.reg,
+                    x.elem,
+                    x.left.row,
+                    x.left.col,
+                    x.right.row,
+                    x.right.col
+                );
+            }
+            s.push('\n');
+        }
+        None => s.push_str("No layout to compare.\n\n"),
+    }
+
+    // Operands.
+    if map.operands.is_empty() {
+        s.push_str("## Operands\n\nNo layout was inferred, so there are no operand tables.");
+        if let Some(raw) = &map.raw {
+            let _ = write!(
+                s,
+                " The JSON keeps the raw observations: the D slots each one-hot A ({} slots), B ({}) and C ({}) experiment lit, and the pairing phase's answers ({} A slots).",
+                raw.a_lit.len(),
+                raw.b_lit.len(),
+                raw.c_lit.len(),
+                raw.pairing.len()
+            );
+        }
+        s.push_str("\n\n");
+    }
+    for om in &map.operands {
+        operand_section(&mut s, om, &stem);
+    }
+
+    // Scale factors.
+    scale_section(&mut s, map, opts.scale);
+
+    // PTX.
+    let fence = if p.ptx.contains("```") { "~~~~" } else { "```" };
+    let _ = writeln!(
+        s,
+        "## PTX module\n\n{}, {} lines.\n\n<details>\n<summary>PTX</summary>\n\n{fence}ptx\n{}\n{fence}\n\n</details>",
+        match p.backend {
+            BackendKind::Hardware => "The module that ran on the device",
+            BackendKind::Emulator =>
+                "The module that would run on a device (the emulator ran a CPU model instead)",
+        },
+        p.ptx.lines().count(),
+        p.ptx.trim_end()
+    );
+    s
+}
+
+fn operand_section(s: &mut String, om: &OperandMap, stem: &str) {
+    let op = om.operand;
+    let (rn, cn) = axis_names(op);
+    let cf = &om.closed_form;
+    let _ = writeln!(
+        s,
+        "## {} — {rn}×{cn} = {}×{}, {}\n",
+        op.name(),
+        om.rows,
+        om.cols,
+        om.elem
+    );
+    let _ = writeln!(
+        s,
+        "Per lane {} × {} ({}-bit containers in {}-bit registers): {} slots for {} elements.\n",
+        plural(om.regs, "register", "registers"),
+        plural(om.elems_per_reg, "element", "elements"),
+        om.container_bits,
+        (om.container_bits * om.elems_per_reg).max(32),
+        om.slots.len(),
+        om.rows * om.cols
+    );
+    let show = |x: &Option<String>| match x {
+        Some(f) => code(f),
+        None => "not bit-linear".to_string(),
+    };
+    let _ = writeln!(
+        s,
+        "- row ({rn}) = {}\n- col ({cn}) = {}",
+        show(&cf.row),
+        show(&cf.col)
+    );
+    match &cf.cute {
+        Some(c) => {
+            let _ = writeln!(
+                s,
+                "- CuTe thread–value layout, (lane, value = {}) → {}: {}",
+                if om.elems_per_reg == 1 {
+                    "reg".to_string()
+                } else {
+                    format!("reg·{} + e", om.elems_per_reg)
+                },
+                code(&cf.cute_index),
+                code(c)
+            );
+        }
+        None => s.push_str("- CuTe layout: none (see notes)\n"),
+    }
+    if let Some(bw) = &cf.bit_weights {
+        let parts: Vec<String> = bw
+            .bits
+            .iter()
+            .map(|b| format!("{} ({},{})", b.bit, b.row, b.col))
+            .collect();
+        let _ = writeln!(
+            s,
+            "- bit weights (Δrow, Δcol) of the slot index, origin ({},{}): {}",
+            bw.origin.row,
+            bw.origin.col,
+            parts.join(" · ")
+        );
+    }
+    for n in &cf.notes {
+        let _ = writeln!(s, "- note: {n}");
+    }
+    let _ = writeln!(s, "\n![{}]({stem}.{}.svg)\n", op.name(), op.name());
+    let _ = writeln!(
+        s,
+        "Every slot: lane (row) × register element (column) → `{rn},{cn}` of the element it holds.\n"
+    );
+    slot_table(s, om.regs, om.elems_per_reg, &om.slots);
+}
+
+/// Lanes 0..31 down, `r<reg>.e<elem>` across, `row,col` in the cells.
+fn slot_table(s: &mut String, regs: u32, epr: u32, slots: &[[u32; 5]]) {
+    let per_lane = (regs * epr) as usize;
+    let mut grid = vec![String::new(); 32 * per_lane];
+    for &[lane, reg, elem, r, c] in slots {
+        if lane < 32 && reg < regs && elem < epr {
+            grid[lane as usize * per_lane + (reg * epr + elem) as usize] = format!("{r},{c}");
+        }
+    }
+    s.push_str("| lane |");
+    for reg in 0..regs {
+        for e in 0..epr {
+            let _ = write!(s, " {} |", reg_label(reg, e, epr));
+        }
+    }
+    s.push_str("\n| ---: |");
+    for _ in 0..per_lane {
+        s.push_str(" --- |");
+    }
+    s.push('\n');
+    for lane in 0..32 {
+        let _ = write!(s, "| {lane} |");
+        for j in 0..per_lane {
+            let _ = write!(s, " {} |", grid[lane * per_lane + j]);
+        }
+        s.push('\n');
+    }
+    s.push('\n');
+}
+
+/// One table of a `scale` field: the form the scale probe is expected to write.
+#[derive(Deserialize)]
+struct ScaleTable {
+    operand: String,
+    rows: u32,
+    cols: u32,
+    regs: u32,
+    #[serde(default = "one")]
+    elems_per_reg: u32,
+    slots: Vec<[u32; 5]>,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// Scale-factor layouts. HOOK: no map holds a `scale` field yet (the scale probe, issue #3, will
+/// write it). When one does, a list of `{operand, rows, cols, regs, elems_per_reg, slots:
+/// [[lane, reg, elem, row, col], ...]}` is rendered as slot tables; any other form is shown as
+/// JSON.
+fn scale_section(s: &mut String, map: &LaneMap, data: Option<&serde_json::Value>) {
+    let block = map.types.scale;
+    if block.is_none() && data.is_none() {
+        return;
+    }
+    s.push_str("## Scale factors\n\n");
+    if let Some(sc) = block {
+        let _ = writeln!(
+            s,
+            "Block-scaled: `scale_vec::{}X`, {} scale factors for A and B.\n",
+            sc.vec, sc.stype
+        );
+    }
+    match data {
+        None => s.push_str(
+            "**Not measured yet.** Which lane and byte of the scale registers scale which rows of A and columns of B is the scale probe's job (issue #3); this map has no `scale` field. When a map has one, this section shows its tables. The emulator places scales as the PTX ISA describes them; see the README.\n\n",
+        ),
+        Some(v) => match serde_json::from_value::<Vec<ScaleTable>>(v.clone()) {
+            Ok(tables) => {
+                for t in tables {
+                    let _ = writeln!(
+                        s,
+                        "### {} — {}×{}\n\nPer lane {} × {}: lane × register element → `row,col`.\n",
+                        t.operand,
+                        t.rows,
+                        t.cols,
+                        plural(t.regs, "register", "registers"),
+                        plural(t.elems_per_reg, "element", "elements"),
+                    );
+                    slot_table(s, t.regs, t.elems_per_reg, &t.slots);
+                }
+            }
+            Err(_) => {
+                let _ = writeln!(
+                    s,
+                    "The map's `scale` field, as recorded:\n\n```json\n{}\n```\n",
+                    serde_json::to_string_pretty(v).unwrap_or_default()
+                );
+            }
+        },
+    }
+}
