@@ -5,9 +5,13 @@
 //! emulator) → observations → `probe::infer` → `layout::LaneMap` → reports, tables, viewer.
 
 pub mod cli;
+pub mod codegen;
 pub mod device;
 pub mod formats;
 pub mod gemm;
+/// The lane tables as Rust statics, written by `fp4probe codegen` (see `codegen::tables`).
+#[rustfmt::skip]
+pub mod generated;
 pub mod isa;
 pub mod layout;
 pub mod probe;

@@ -28,9 +28,25 @@ fn viewer_in_tmux() {
         return;
     }
     let session = format!("fp4probe-view-{}", std::process::id());
-    let map = concat!(env!("CARGO_MANIFEST_DIR"), "/reports/sm_90/m16n8k16.f32.bf16.bf16.f32.json");
-    let cmd = format!("{} view {map}; echo VIEWER-EXITED-$?; sleep 30", env!("CARGO_BIN_EXE_fp4probe"));
-    tmux(&["new-session", "-d", "-s", &session, "-x", "80", "-y", "24", &cmd]);
+    let map = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/reports/sm_90/m16n8k16.f32.bf16.bf16.f32.json"
+    );
+    let cmd = format!(
+        "{} view {map}; echo VIEWER-EXITED-$?; sleep 30",
+        env!("CARGO_BIN_EXE_fp4probe")
+    );
+    tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        &session,
+        "-x",
+        "80",
+        "-y",
+        "24",
+        &cmd,
+    ]);
     let screen = wait_for(&session, "m16n8k16.f32.bf16.bf16.f32");
     let result = std::panic::catch_unwind(|| {
         assert!(screen.contains("(0,0) = lane 0 reg 0 elem 0"), "{screen}");
@@ -45,7 +61,10 @@ fn viewer_in_tmux() {
         assert!(wait_for(&session, "diff vs documented: 0 differ").contains("0 differ"));
         tmux(&["send-keys", "-t", &session, "q"]);
         let screen = wait_for(&session, "VIEWER-EXITED-");
-        assert!(screen.contains("VIEWER-EXITED-0"), "the viewer quits cleanly on q: {screen}");
+        assert!(
+            screen.contains("VIEWER-EXITED-0"),
+            "the viewer quits cleanly on q: {screen}"
+        );
     });
     tmux(&["kill-session", "-t", &session]);
     if let Err(e) = result {

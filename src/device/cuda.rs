@@ -405,6 +405,98 @@ impl CudaBackend {
     }
 }
 
+/// Loading and launching kernels compiled elsewhere (NVRTC cubins from `codegen::verify`).
+impl CudaBackend {
+    /// Load a cubin (e.g. from NVRTC for `sm_90`) into the backend's context. A cubin needs no
+    /// PTX JIT, so it loads whatever PTX ISA version the driver reads.
+    pub fn load_cubin_module(&self, cubin: &[u8]) -> Result<PtxModule> {
+        if cubin.is_empty() {
+            bail!("empty cubin");
+        }
+        drv(self.ctx.bind_to_thread(), "binding the CUDA context")?;
+        let mut module: sys::CUmodule = std::ptr::null_mut();
+        // SAFETY: the context is bound; `cubin` is a complete image that outlives the call (the
+        // driver copies what it keeps); `module` is a valid out-pointer.
+        check(
+            unsafe { sys::cuModuleLoadData(&mut module, cubin.as_ptr().cast()) },
+            "cuModuleLoadData(cubin)",
+        )?;
+        Ok(PtxModule {
+            ctx: self.ctx.clone(),
+            module,
+            info_log: String::new(),
+        })
+    }
+
+    /// Launch kernel `entry` of `module` as one CTA of 32 threads. Its parameters must be
+    /// exactly one `u64` pointer per entry of `inputs` (each copied to the device) followed by
+    /// one output pointer to `out_words` words (filled with 0xFFFFFFFF first); returns the
+    /// output words.
+    pub fn launch_one_warp(
+        &self,
+        module: &PtxModule,
+        entry: &str,
+        inputs: &[&[u32]],
+        out_words: usize,
+    ) -> Result<Vec<u32>> {
+        if !Arc::ptr_eq(&module.ctx, &self.ctx) {
+            bail!("module of another context");
+        }
+        let f = module.function(entry)?;
+        drv(self.ctx.bind_to_thread(), "binding the CUDA context")?;
+        let bufs = inputs
+            .iter()
+            .enumerate()
+            .map(|(i, h)| DeviceWords::from_host(h, &format!("input {i}")))
+            .collect::<Result<Vec<_>>>()?;
+        let out = DeviceWords::alloc(out_words, "output")?;
+        // SAFETY: `out.ptr` holds at least `out_words` words (allocated above).
+        check(
+            unsafe { sys::cuMemsetD32_v2(out.ptr, D_POISON, out_words) },
+            "cuMemsetD32(output)",
+        )?;
+        let mut ptrs: Vec<sys::CUdeviceptr> = bufs.iter().map(|b| b.ptr).collect();
+        ptrs.push(out.ptr);
+        let mut params: Vec<*mut c_void> = ptrs
+            .iter_mut()
+            .map(|p| (p as *mut sys::CUdeviceptr).cast())
+            .collect();
+        // SAFETY: `f` is a function of `module`, loaded in this (bound) context and borrowed
+        // for the whole call; its parameters are one u64 pointer per entry of `params` (the
+        // caller's contract); each entry points at a CUdeviceptr in `ptrs`, which outlives the
+        // call (the driver copies parameter values at launch). Grid (1,1,1) × block (32,1,1).
+        check(
+            unsafe {
+                sys::cuLaunchKernel(
+                    f,
+                    1,
+                    1,
+                    1,
+                    32,
+                    1,
+                    1,
+                    0,
+                    std::ptr::null_mut(),
+                    params.as_mut_ptr(),
+                    std::ptr::null_mut(),
+                )
+            },
+            "cuLaunchKernel(grid 1, block 32)",
+        )?;
+        drv(
+            result::ctx::synchronize(),
+            "running the kernel (cuCtxSynchronize)",
+        )?;
+        let mut host = vec![0u32; out_words];
+        // SAFETY: `out.ptr` holds `out_words` words and the kernel has finished.
+        drv(
+            unsafe { result::memcpy_dtoh_sync(&mut host, out.ptr) },
+            "cuMemcpyDtoH(output)",
+        )?;
+        Ok(host)
+    }
+}
+
 impl Drop for CudaBackend {
     fn drop(&mut self) {
         // Unload modules while the context is certainly alive (PtxModule binds it itself).
