@@ -1,5 +1,6 @@
 //! The `fp4probe` command line: one module per subcommand.
 
+mod bench;
 mod catalog;
 mod codegen;
 mod container;
@@ -42,6 +43,7 @@ const EXAMPLES: &str = "Examples:
   fp4probe numerics --all                           numeric behaviour of every variant
   fp4probe report reports/*/*.json --skip-measured  pages and SVGs next to the maps, and the index
   fp4probe codegen --check                          are kernels/generated and src/generated current?
+  fp4probe bench --variant m16n8k16.f32.bf16.bf16.f32   latency and throughput (GPU only)
   fp4probe view reports/sm_90/m16n8k16.f32.bf16.bf16.f32.json
   fp4probe show reports/sm_90/m16n8k32.f32.e4m3.e4m3.f32.json";
 
@@ -66,6 +68,9 @@ pub enum Command {
     /// Measure which lane and byte of the scale registers scale which row/column and k-block,
     /// for every {byte-id, thread-id} selector ptxas accepts (block-scaled variants).
     Scale(scale::Args),
+    /// Latency and throughput per variant (CUDA only), swept over warps per SM and independent
+    /// accumulators; the timed loop's SASS is checked, or the figure is rejected.
+    Bench(bench::Args),
     /// Write lane tables as CUDA headers (kernels/generated) and a Rust module; --check, --verify.
     Codegen(codegen::Args),
     /// Browse a lane map in the terminal: operand grids coloured by lane, cursor, lane highlight,
@@ -79,6 +84,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Catalog(a) => catalog::run(a),
         Command::Fragment(a) => fragment::run(a),
+        Command::Bench(a) => bench::run(a),
         Command::Codegen(a) => codegen::run(a),
         Command::Container(a) => container::run(a),
         Command::Numerics(a) => numerics::run(a),

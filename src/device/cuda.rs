@@ -588,6 +588,320 @@ impl Backend for CudaBackend {
     }
 }
 
+// ---------------------------------------------------------------------------------------------
+// Benchmark support (`fp4probe bench`): cubin loading, device and function attributes,
+// occupancy, device buffers, and launches timed with CUDA events. Separate from the fragment
+// probe's path above; nothing above uses it.
+// ---------------------------------------------------------------------------------------------
+
+/// A device allocation of `bytes` bytes, freed on drop (binding its context first).
+pub struct DeviceBuffer {
+    ctx: Arc<CudaContext>,
+    ptr: sys::CUdeviceptr,
+    bytes: usize,
+}
+
+impl DeviceBuffer {
+    /// `bytes` bytes (at least 4), set to zero.
+    pub fn zeroed(backend: &CudaBackend, bytes: usize, what: &str) -> Result<Self> {
+        let bytes = bytes.max(4).next_multiple_of(4);
+        drv(backend.ctx.bind_to_thread(), "binding the CUDA context")?;
+        // SAFETY: the context is bound; the size is non-zero; the pointer is owned by the
+        // returned value and freed exactly once, in Drop.
+        let ptr = drv(
+            unsafe { result::malloc_sync(bytes) },
+            &format!("cuMemAlloc({what}, {bytes} bytes)"),
+        )?;
+        let buf = DeviceBuffer {
+            ctx: backend.ctx.clone(),
+            ptr,
+            bytes,
+        };
+        // SAFETY: `ptr` holds `bytes` bytes, a multiple of 4.
+        check(
+            unsafe { sys::cuMemsetD32_v2(ptr, 0, bytes / 4) },
+            &format!("cuMemsetD32({what})"),
+        )?;
+        Ok(buf)
+    }
+
+    /// A buffer holding a copy of `host`.
+    pub fn from_words(backend: &CudaBackend, host: &[u32], what: &str) -> Result<Self> {
+        let buf = Self::zeroed(backend, host.len() * 4, what)?;
+        if !host.is_empty() {
+            // SAFETY: the buffer holds at least `host.len() * 4` bytes; the copy is synchronous.
+            drv(
+                unsafe { result::memcpy_htod_sync(buf.ptr, host) },
+                &format!("cuMemcpyHtoD({what})"),
+            )?;
+        }
+        Ok(buf)
+    }
+
+    pub fn ptr(&self) -> sys::CUdeviceptr {
+        self.ptr
+    }
+
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// Copy the first `n` u32 words back (synchronous: waits for the work before it).
+    pub fn read_u32(&self, n: usize) -> Result<Vec<u32>> {
+        if n * 4 > self.bytes {
+            bail!("reading {n} words from a buffer of {} bytes", self.bytes);
+        }
+        drv(self.ctx.bind_to_thread(), "binding the CUDA context")?;
+        let mut out = vec![0u32; n];
+        // SAFETY: the buffer holds at least `n * 4` bytes (checked above).
+        drv(
+            unsafe { result::memcpy_dtoh_sync(&mut out, self.ptr) },
+            "cuMemcpyDtoH",
+        )?;
+        Ok(out)
+    }
+
+    /// Copy the first `n` u64 words back.
+    pub fn read_u64(&self, n: usize) -> Result<Vec<u64>> {
+        if n * 8 > self.bytes {
+            bail!(
+                "reading {n} u64 words from a buffer of {} bytes",
+                self.bytes
+            );
+        }
+        drv(self.ctx.bind_to_thread(), "binding the CUDA context")?;
+        let mut out = vec![0u64; n];
+        // SAFETY: the buffer holds at least `n * 8` bytes (checked above).
+        drv(
+            unsafe { result::memcpy_dtoh_sync(&mut out, self.ptr) },
+            "cuMemcpyDtoH",
+        )?;
+        Ok(out)
+    }
+}
+
+impl Drop for DeviceBuffer {
+    fn drop(&mut self) {
+        if self.ctx.bind_to_thread().is_ok() {
+            // SAFETY: `ptr` came from cuMemAlloc in this context and is freed only here; a
+            // failure can only leak.
+            let _ = unsafe { result::free_sync(self.ptr) };
+        }
+    }
+}
+
+/// One kernel parameter, as the kernel declares it.
+#[derive(Clone, Copy, Debug)]
+pub enum KernelArg {
+    /// `.param .u64` holding a device pointer.
+    Ptr(sys::CUdeviceptr),
+    /// `.param .u32`.
+    U32(u32),
+}
+
+/// A CUDA event, destroyed on drop.
+struct Event(sys::CUevent);
+
+impl Event {
+    fn new() -> Result<Self> {
+        drv(
+            result::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT),
+            "cuEventCreate",
+        )
+        .map(Event)
+    }
+}
+
+impl Drop for Event {
+    fn drop(&mut self) {
+        // SAFETY: created by cuEventCreate, destroyed only here.
+        let _ = unsafe { result::event::destroy(self.0) };
+    }
+}
+
+impl CudaBackend {
+    /// Compute capability (major, minor).
+    pub fn compute_capability(&self) -> (u32, u32) {
+        self.cc
+    }
+
+    /// Driver version (major, minor), e.g. (13, 0).
+    pub fn driver_version(&self) -> (u32, u32) {
+        self.driver
+    }
+
+    /// A device attribute (`cuDeviceGetAttribute`).
+    pub fn device_attribute(&self, attr: sys::CUdevice_attribute) -> Result<i32> {
+        drv(
+            self.ctx.attribute(attr),
+            &format!("cuDeviceGetAttribute({attr:?})"),
+        )
+    }
+
+    /// Number of streaming multiprocessors.
+    pub fn sm_count(&self) -> Result<u32> {
+        self.device_attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+            .map(|n| n as u32)
+    }
+
+    /// The SM clock the driver reports (`CU_DEVICE_ATTRIBUTE_CLOCK_RATE`), in kHz: the peak
+    /// clock, not the clock a kernel actually runs at (clocks are not locked).
+    pub fn clock_rate_khz(&self) -> Result<u32> {
+        self.device_attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_CLOCK_RATE)
+            .map(|n| n as u32)
+    }
+
+    /// Load a cubin (SASS for this device) with `cuModuleLoadData`: no JIT, so what runs is
+    /// exactly the machine code in `cubin`.
+    pub fn load_cubin(&self, cubin: &[u8]) -> Result<PtxModule> {
+        if cubin.is_empty() {
+            bail!("empty cubin");
+        }
+        // The driver reads the ELF image in place: give it 8-byte alignment.
+        let mut image = vec![0u64; cubin.len().div_ceil(8)];
+        // SAFETY: `image` has at least `cubin.len()` bytes; u64 has no invalid bit patterns.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                cubin.as_ptr(),
+                image.as_mut_ptr().cast::<u8>(),
+                cubin.len(),
+            );
+        }
+        drv(self.ctx.bind_to_thread(), "binding the CUDA context")?;
+        let mut module: sys::CUmodule = std::ptr::null_mut();
+        // SAFETY: the context is bound; `image` is a complete cubin that outlives the call;
+        // `module` is a valid out-pointer.
+        check(
+            unsafe { sys::cuModuleLoadData(&mut module, image.as_ptr().cast()) },
+            "cuModuleLoadData(cubin)",
+        )?;
+        Ok(PtxModule {
+            ctx: self.ctx.clone(),
+            module,
+            info_log: String::new(),
+        })
+    }
+
+    /// A function attribute (`cuFuncGetAttribute`), e.g. `CU_FUNC_ATTRIBUTE_NUM_REGS`.
+    ///
+    /// # Safety
+    /// `f` must be a function of a module loaded into this backend's context and still loaded.
+    pub unsafe fn function_attribute(
+        &self,
+        f: sys::CUfunction,
+        attr: sys::CUfunction_attribute,
+    ) -> Result<i32> {
+        drv(self.ctx.bind_to_thread(), "binding the CUDA context")?;
+        // SAFETY: the caller guarantees `f` is a live function of the bound context.
+        drv(
+            unsafe { result::function::get_function_attribute(f, attr) },
+            &format!("cuFuncGetAttribute({attr:?})"),
+        )
+    }
+
+    /// How many blocks of `threads` threads (no dynamic shared memory) fit on one SM at once
+    /// (`cuOccupancyMaxActiveBlocksPerMultiprocessor`).
+    ///
+    /// # Safety
+    /// `f` must be a function of a module loaded into this backend's context and still loaded.
+    pub unsafe fn max_active_blocks_per_sm(&self, f: sys::CUfunction, threads: u32) -> Result<u32> {
+        drv(self.ctx.bind_to_thread(), "binding the CUDA context")?;
+        let mut n: i32 = 0;
+        // SAFETY: the caller guarantees `f` is a live function of the bound context; `n` is a
+        // valid out-pointer.
+        check(
+            unsafe {
+                sys::cuOccupancyMaxActiveBlocksPerMultiprocessor(&mut n, f, threads as i32, 0)
+            },
+            "cuOccupancyMaxActiveBlocksPerMultiprocessor",
+        )?;
+        Ok(n.max(0) as u32)
+    }
+
+    /// Launch `f` on grid (`grid`,1,1) × block (`block`,1,1) on the null stream between two
+    /// CUDA events, wait for it, and return the events' elapsed time in milliseconds.
+    ///
+    /// # Safety
+    /// `args` must match the kernel's parameter list exactly (count, order and types: `Ptr`
+    /// for `.u64`, `U32` for `.u32`), and every pointer must reference a live allocation large
+    /// enough for everything this grid reads and writes.
+    pub unsafe fn launch_timed(
+        &self,
+        f: sys::CUfunction,
+        grid: u32,
+        block: u32,
+        args: &[KernelArg],
+    ) -> Result<f32> {
+        drv(self.ctx.bind_to_thread(), "binding the CUDA context")?;
+        // Each parameter's value lives in its own slot of the right width; the slots are sized
+        // up front, so the pointers into them stay valid.
+        let mut wide: Vec<u64> = Vec::with_capacity(args.len());
+        let mut narrow: Vec<u32> = Vec::with_capacity(args.len());
+        for a in args {
+            match *a {
+                KernelArg::Ptr(p) => wide.push(p),
+                KernelArg::U32(x) => narrow.push(x),
+            }
+        }
+        let (wp, np) = (wide.as_mut_ptr(), narrow.as_mut_ptr());
+        let (mut wi, mut ni) = (0, 0);
+        let mut params: Vec<*mut c_void> = Vec::with_capacity(args.len());
+        for a in args {
+            match a {
+                KernelArg::Ptr(_) => {
+                    params.push(wp.wrapping_add(wi).cast());
+                    wi += 1;
+                }
+                KernelArg::U32(_) => {
+                    params.push(np.wrapping_add(ni).cast());
+                    ni += 1;
+                }
+            }
+        }
+        let (start, end) = (Event::new()?, Event::new()?);
+        let null: sys::CUstream = std::ptr::null_mut();
+        // SAFETY: the events are live; recording on the null stream of the bound context.
+        drv(
+            unsafe { result::event::record(start.0, null) },
+            "cuEventRecord",
+        )?;
+        // SAFETY: the caller guarantees `args` matches the kernel; `params` points into
+        // `wide` and `narrow`, which outlive the call (the driver copies parameters at launch).
+        check(
+            unsafe {
+                sys::cuLaunchKernel(
+                    f,
+                    grid,
+                    1,
+                    1,
+                    block,
+                    1,
+                    1,
+                    0,
+                    null,
+                    params.as_mut_ptr(),
+                    std::ptr::null_mut(),
+                )
+            },
+            &format!("cuLaunchKernel(grid {grid}, block {block})"),
+        )?;
+        // SAFETY: as above.
+        drv(
+            unsafe { result::event::record(end.0, null) },
+            "cuEventRecord",
+        )?;
+        drv(
+            result::ctx::synchronize(),
+            "running the kernel (cuCtxSynchronize)",
+        )?;
+        // SAFETY: both events were recorded and have completed (synchronised above).
+        drv(
+            unsafe { result::event::elapsed(start.0, end.0) },
+            "cuEventElapsedTime",
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

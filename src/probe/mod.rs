@@ -1,7 +1,8 @@
-//! Experiments: PTX kernels (`ptx`), the fragment probe (`fragment`) and the inference that
+//! Experiments: PTX kernels (`ptx`), latency/throughput (`bench`), the fragment probe (`fragment`) and the inference that
 //! turns its observations into a structure (`infer`), dense value experiments (`dense`), numeric
 //! behaviour (`numerics`), the container sweep (`container`) and the block-scale probe (`scale`).
 
+pub mod bench;
 pub mod container;
 pub mod dense;
 pub mod fragment;

@@ -1,0 +1,496 @@
+//! `fp4probe bench`: dependent-chain latency and independent-chain throughput of mma.sync
+//! variants on the GPU, each figure guarded by a check of the timed loop's SASS.
+
+use super::select::VariantArgs;
+use crate::device::Backend;
+use crate::device::cuda::CudaBackend;
+use crate::isa::Target;
+use crate::probe::bench::{
+    self, BenchReport, CheckStatus, Lowering, PointResult, PointStatus, Prepared, SassCheck,
+    Settings, Stat, Toolchain, bench_target, cubin_loadable, hoisted_note, loop_per_mma,
+    prepare_all,
+};
+use anyhow::{Result, anyhow, bail};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+/// Latency and throughput of mma.sync, with the SASS of the timed loop checked.
+///
+/// Latency: one warp, one accumulator chain, cycles per dependent mma.sync (%clock64).
+/// Throughput: every SM runs W warps of C independent chains; TFLOP/s from CUDA-event time,
+/// flops per SM per clock from the longest warp's %clock64 cycles. Each point is the median of
+/// --runs timed launches after --warmup untimed ones, the trip count calibrated so a launch
+/// takes about --target-ms. A figure counts only if the timed loop's SASS (of the very cubin
+/// that ran) executes UNROLL × CHAINS × (tensor instructions of one mma.sync) per iteration;
+/// otherwise it is reported as rejected. Writes <dir>/<variant>.bench.json and merges
+/// <dir>/bench.csv (one row per sweep point; rows of re-run variants are replaced).
+#[derive(clap::Args, Debug)]
+#[command(after_help = "Examples:
+  fp4probe bench --variant m16n8k16.f32.bf16.bf16.f32
+  fp4probe bench --all -q                         every variant this GPU runs
+  fp4probe bench --variant m16n8k32.f32.e4m3.e4m3.f32 --warps 4,8 --chains 2,4
+  fp4probe bench --all --sass-only sm_90          no GPU: assemble and check every kernel")]
+pub struct Args {
+    #[command(flatten)]
+    pub select: VariantArgs,
+    /// Output folder (default: reports/sm_XY of the device).
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+    /// Warps per SM to sweep.
+    #[arg(long, value_delimiter = ',', default_values_t = [1u32, 2, 4, 8, 16])]
+    pub warps: Vec<u32>,
+    /// Independent accumulator chains per warp to sweep.
+    #[arg(long, value_delimiter = ',', default_values_t = [1u32, 2, 4, 8])]
+    pub chains: Vec<u32>,
+    /// Dependent mma.sync per chain per loop iteration.
+    #[arg(long, default_value_t = 8)]
+    pub unroll: u32,
+    /// Blocks per SM (each of warps/blocks warps).
+    #[arg(long, default_value_t = 1)]
+    pub blocks_per_sm: u32,
+    /// Untimed launches before the timed ones.
+    #[arg(long, default_value_t = 2)]
+    pub warmup: u32,
+    /// Timed launches per point (figures are their median, min, max).
+    #[arg(long, default_value_t = 5)]
+    pub runs: u32,
+    /// Calibrate the trip count so one launch takes about this many milliseconds.
+    #[arg(long, default_value_t = 3.0)]
+    pub target_ms: f64,
+    /// Keep the GPU busy this long before the first measurement, so clocks have ramped up.
+    #[arg(long, default_value_t = 500.0)]
+    pub preheat_ms: f64,
+    /// Seed of the input values.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// No GPU: only assemble the kernels for TARGET (e.g. sm_90) and check their SASS.
+    #[arg(long, value_name = "TARGET")]
+    pub sass_only: Option<Target>,
+    /// Threads that assemble and disassemble (default: every core).
+    #[arg(long)]
+    pub jobs: Option<usize>,
+    /// One line per variant instead of a table.
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+fn settings(a: &Args) -> Result<Settings> {
+    if a.warps.contains(&0) || a.chains.contains(&0) || a.unroll == 0 || a.blocks_per_sm == 0 {
+        bail!("--warps, --chains, --unroll and --blocks-per-sm must be at least 1");
+    }
+    if a.runs == 0 || a.target_ms.is_nan() || a.target_ms <= 0.0 {
+        bail!("--runs must be at least 1 and --target-ms positive");
+    }
+    let dedup = |xs: &[u32]| {
+        let mut v = xs.to_vec();
+        v.sort_unstable();
+        v.dedup();
+        v
+    };
+    Ok(Settings {
+        warps_per_sm: dedup(&a.warps),
+        chains: dedup(&a.chains),
+        unroll: a.unroll,
+        blocks_per_sm: a.blocks_per_sm,
+        warmup: a.warmup,
+        runs: a.runs,
+        target_ms: a.target_ms,
+        seed: a.seed,
+        preheat_ms: a.preheat_ms.max(0.0),
+    })
+}
+
+fn jobs(a: &Args) -> usize {
+    a.jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(4, |n| n.get()))
+        .max(1)
+}
+
+fn stat(s: &Option<Stat>, digits: usize) -> String {
+    s.map_or("-".into(), |s| format!("{:.*}", digits, s.median))
+}
+
+/// One kernel as the table header describes it.
+struct KernelView<'a> {
+    chains: u32,
+    unroll: u32,
+    sets: u32,
+    loaded: Option<&'a str>,
+    check: &'a SassCheck,
+    rebuilt: Option<&'a String>,
+}
+
+fn print_kernels(target: &str, lowering: Result<&Lowering, &String>, kernels: &[KernelView]) {
+    match lowering {
+        Ok(l) => println!("  one mma.sync on {target}: {}", l.summary),
+        Err(e) => println!("  one mma.sync on {target}: unknown ({e})"),
+    }
+    for k in kernels {
+        let c = k.check;
+        println!(
+            "  kernel {} chain(s) × {} step(s), {} A/B set(s) per chain{}: {}",
+            k.chains,
+            k.unroll,
+            k.sets,
+            k.loaded.map(|l| format!(", {l}")).unwrap_or_default(),
+            c.cell()
+        );
+        if !c.loop_opcodes.is_empty() {
+            println!("    timed loop per mma.sync: {}", loop_per_mma(c));
+        }
+        if let Some(r) = k.rebuilt {
+            println!("    note: {r}");
+        }
+        if let (Ok(l), 1) = (lowering, k.chains)
+            && let Some(n) = hoisted_note(l, c)
+        {
+            println!("    note: {n}");
+        }
+    }
+}
+
+fn print_prepared(p: &Prepared) {
+    let views: Vec<KernelView> = p
+        .kernels
+        .iter()
+        .map(|k| KernelView {
+            chains: k.shape.chains,
+            unroll: k.shape.unroll,
+            sets: k.shape.sets_per_chain,
+            loaded: None,
+            check: &k.check,
+            rebuilt: k.rebuilt.as_ref(),
+        })
+        .collect();
+    print_kernels(&p.target.to_string(), p.lowering.as_ref(), &views);
+}
+
+fn point_line(p: &PointResult) -> String {
+    let figures = p.status == PointStatus::Accepted;
+    let f = |s: &Option<Stat>, d: usize| if figures { stat(s, d) } else { "-".into() };
+    let verdict = match p.status {
+        PointStatus::Accepted => "ok".to_string(),
+        PointStatus::Rejected if p.reason.as_deref() == Some(p.sass_check.as_str()) => format!(
+            "REJECTED: the SASS check of the {}-chain kernel (above)",
+            p.chains
+        ),
+        PointStatus::Rejected => format!("REJECTED: {}", p.reason.as_deref().unwrap_or("?")),
+        PointStatus::Skipped => format!("skipped: {}", p.reason.as_deref().unwrap_or("?")),
+    };
+    let note = p
+        .note
+        .as_deref()
+        .map(|n| format!(" ({n})"))
+        .unwrap_or_default();
+    format!(
+        "  {:>8} {:>6} {:>10} {:>12} {:>9} {:>13} {:>5}  {verdict}{note}",
+        p.warps_per_sm,
+        p.chains,
+        f(&p.tflops, 2),
+        f(&p.flops_per_sm_per_clock, 1),
+        f(&p.clock_mhz, 0),
+        f(&p.cycles_per_mma_per_chain, 2),
+        p.registers_per_thread.map_or("-".into(), |r| r.to_string()),
+    )
+}
+
+fn print_report(r: &BenchReport) {
+    let d = &r.device;
+    println!(
+        "{} on {} ({} SMs, clock attribute {} MHz, driver {}), target {}",
+        r.variant,
+        d.name,
+        d.sm_count,
+        d.clock_rate_attribute_mhz
+            .map_or("?".into(), |c| format!("{c:.0}")),
+        d.driver.as_deref().unwrap_or("?"),
+        r.target
+    );
+    match &r.toolchain {
+        Some(tc) => println!("  assembled by {}", tc.describe()),
+        None => println!("  no ptxas: every kernel went through the PTX JIT"),
+    }
+    let views: Vec<KernelView> = r
+        .kernels
+        .iter()
+        .map(|k| KernelView {
+            chains: k.chains,
+            unroll: k.unroll,
+            sets: k.sets_per_chain,
+            loaded: Some(k.loaded.as_str()),
+            check: &k.sass_check,
+            rebuilt: k.rebuilt.as_ref(),
+        })
+        .collect();
+    print_kernels(
+        &r.target,
+        r.lowering
+            .as_ref()
+            .ok_or(r.lowering_error.as_ref().unwrap_or(&String::new())),
+        &views,
+    );
+    let l = &r.latency;
+    match l.status {
+        PointStatus::Accepted => {
+            let s = l.cycles_per_mma_per_chain.expect("measured");
+            println!(
+                "  latency: {:.2} cycles per dependent mma.sync (1 warp, 1 chain, {} iterations × \
+                 {}; median of {}, {:.2}..{:.2})",
+                s.median, l.iters, l.unroll, s.n, s.min, s.max
+            );
+            if r.lowering.as_ref().is_some_and(|x| x.c_added_outside) {
+                println!(
+                    "    note: this lowering adds C outside the tensor instruction, so the chain \
+                     through C runs through that add; the tensor instructions of successive \
+                     steps do not wait for each other"
+                );
+            }
+        }
+        _ => println!(
+            "  latency: {} ({})",
+            if l.status == PointStatus::Skipped {
+                "skipped"
+            } else {
+                "REJECTED"
+            },
+            l.reason.as_deref().unwrap_or("?")
+        ),
+    }
+    println!(
+        "  {:>8} {:>6} {:>10} {:>12} {:>9} {:>13} {:>5}  SASS",
+        "warps/SM", "chains", "TFLOP/s", "flop/SM/clk", "clock MHz", "cyc/mma/chain", "regs"
+    );
+    for p in &r.points {
+        println!("{}", point_line(p));
+    }
+    if let Some(c) = d.measured_clock_mhz {
+        println!(
+            "  measured SM clock: {:.0} MHz (median over accepted points; {:.0}..{:.0})",
+            c.median, c.min, c.max
+        );
+    }
+}
+
+fn one_line(r: &BenchReport) -> String {
+    let best = r
+        .points
+        .iter()
+        .filter(|p| p.status == PointStatus::Accepted)
+        .filter_map(|p| p.tflops.map(|t| (t.median, p)))
+        .max_by(|a, b| a.0.total_cmp(&b.0));
+    let lat = match r.latency.status {
+        PointStatus::Accepted => format!("{} cycles", stat(&r.latency.cycles_per_mma_per_chain, 2)),
+        _ => "rejected".into(),
+    };
+    let accepted = r
+        .points
+        .iter()
+        .filter(|p| p.status == PointStatus::Accepted)
+        .count();
+    match best {
+        Some((t, p)) => format!(
+            "{}: latency {lat}; best {t:.2} TFLOP/s ({} flop/SM/clk) at {} warps/SM × {} chains; \
+             {accepted}/{} points accepted ({:.1} s)",
+            r.variant,
+            stat(&p.flops_per_sm_per_clock, 1),
+            p.warps_per_sm,
+            p.chains,
+            r.points.len(),
+            r.wall_s
+        ),
+        None => format!(
+            "{}: latency {lat}; no accepted throughput point ({:.1} s)",
+            r.variant, r.wall_s
+        ),
+    }
+}
+
+fn sass_only(a: &Args, target: Target) -> Result<ExitCode> {
+    let variants = a.select.select()?;
+    let tc = Toolchain::offline().ok_or_else(|| {
+        anyhow!(
+            "ptxas not found (set {}, put it on PATH, or run .ci/install-cuda-tools)",
+            crate::tools::CUDA_BIN_ENV
+        )
+    })?;
+    let s = settings(a)?;
+    let cc = (target.major, target.minor);
+    let mut items = Vec::new();
+    for v in &variants {
+        let t = bench_target(v, cc);
+        let runs = if target.arch_specific {
+            v.min_target.runs_on(cc)
+        } else {
+            !v.min_target.arch_specific && v.min_target.runs_on(cc)
+        };
+        if !runs {
+            if variants.len() == 1 {
+                bail!(
+                    "{} requires {}; it does not run on {target}",
+                    v.id(),
+                    v.min_target
+                );
+            }
+            if !a.quiet {
+                println!("skip {}: requires {}", v.id(), v.min_target);
+            }
+            continue;
+        }
+        items.push((v.clone(), t));
+    }
+    println!("assembling with {}", tc.describe());
+    let start = Instant::now();
+    let prepared = prepare_all(&items, Some(&tc), &s.chains, s.unroll, jobs(a));
+    let mut bad = 0;
+    for p in &prepared {
+        let ok = p
+            .kernels
+            .iter()
+            .all(|k| k.check.status == CheckStatus::Verified);
+        if !ok {
+            bad += 1;
+        }
+        if a.quiet {
+            println!(
+                "{} {}: {}",
+                if ok { "OK  " } else { "FAIL" },
+                p.variant.id(),
+                p.lowering
+                    .as_ref()
+                    .map_or_else(|e| e.clone(), |l| l.summary.clone())
+            );
+        } else {
+            println!("{}", p.variant.id());
+            print_prepared(p);
+        }
+    }
+    println!(
+        "{} of {} variants have every kernel verified for {target} ({:.1} s)",
+        prepared.len() - bad,
+        prepared.len(),
+        start.elapsed().as_secs_f64()
+    );
+    Ok(if bad == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+pub fn run(a: Args) -> Result<ExitCode> {
+    if let Some(t) = a.sass_only {
+        return sass_only(&a, t);
+    }
+    let s = settings(&a)?;
+    let variants = a.select.select()?;
+    let backend = CudaBackend::open().map_err(|why| {
+        anyhow!(
+            "fp4probe bench needs a CUDA GPU, and there is none here: {why:#}. Timings mean \
+             nothing on the emulator, so bench does not fall back to it. Without a GPU, \
+             `fp4probe bench --sass-only sm_90 ...` still assembles the kernels and checks their \
+             SASS"
+        )
+    })?;
+    let info = backend.info().clone();
+    let cc = backend.compute_capability();
+    let driver = backend.driver_version();
+    let out_dir = a
+        .output
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("reports/sm_{}{}", cc.0, cc.1)));
+
+    let tc = Toolchain::for_device();
+    match &tc {
+        None => eprintln!(
+            "warning: no ptxas found: every kernel goes through the driver's PTX JIT, whose SASS \
+             cannot be inspected, so every figure is reported as unverified and rejected"
+        ),
+        Some(t) => {
+            if t.source == bench::ToolSource::Pinned {
+                eprintln!(
+                    "warning: no system ptxas (PATH, /usr/local/cuda/bin): using the pinned {}",
+                    t.describe()
+                );
+            }
+            if let Err(why) = cubin_loadable(t, driver) {
+                eprintln!(
+                    "warning: {why}: kernels go through the PTX JIT, and every figure is \
+                     reported as unverified and rejected"
+                );
+            } else if t.version_pair().is_some_and(|v| v > driver) {
+                eprintln!(
+                    "warning: {} is newer than the driver ({}.{}); its cubins load under \
+                     minor-version compatibility, or the bench falls back to the PTX JIT",
+                    t.describe(),
+                    driver.0,
+                    driver.1
+                );
+            }
+        }
+    }
+
+    let single = variants.len() == 1;
+    let mut items = Vec::new();
+    for v in &variants {
+        if let Err(why) = backend.check_supported(v) {
+            if single {
+                return Err(why.context(format!("cannot bench {} on this device", v.id())));
+            }
+            if !a.quiet {
+                println!("skip {}: {why:#}", v.id());
+            }
+            continue;
+        }
+        items.push((v.clone(), bench_target(v, cc)));
+    }
+    let start = Instant::now();
+    let prepared = prepare_all(&items, tc.as_ref(), &s.chains, s.unroll, jobs(&a));
+    eprintln!(
+        "assembled and checked the kernels of {} variant(s) in {:.1} s",
+        prepared.len(),
+        start.elapsed().as_secs_f64()
+    );
+    let mut failed = 0;
+    let mut s = s;
+    for p in &prepared {
+        let measured = bench::measure(&backend, p, &s);
+        // Pre-heat once, before the first variant.
+        s.preheat_ms = 0.0;
+        let report = match measured {
+            Ok(r) => r,
+            Err(e) => {
+                failed += 1;
+                eprintln!("error: {}: {e:#}", p.variant.id());
+                if single {
+                    return Err(e);
+                }
+                continue;
+            }
+        };
+        let json = report.write_json(&out_dir)?;
+        let (csv, replaced) = bench::merge_csv(&out_dir, std::slice::from_ref(&report))?;
+        if replaced {
+            eprintln!("warning: {} had another header; replaced it", csv.display());
+        }
+        if a.quiet {
+            println!("{}", one_line(&report));
+        } else {
+            print_report(&report);
+            println!("  wrote {} and {}", json.display(), csv.display());
+        }
+    }
+    println!(
+        "benchmarked {} of {} variant(s) in {:.1} s on {}; results in {}",
+        prepared.len() - failed,
+        prepared.len(),
+        start.elapsed().as_secs_f64(),
+        info.name,
+        out_dir.display()
+    );
+    Ok(if failed > 0 {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
