@@ -379,7 +379,10 @@ fn cli_writes_json_and_csv() {
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(raw["backend"], "emulator");
     assert_eq!(raw["checks"]["consistent_across_slots"], true);
-    assert_eq!(raw["table"][0x7f][2], "NaN");
+    // The table is stored once, in the CSV beside the JSON, and read back from there.
+    assert_eq!(raw["table_file"], format!("{stem}.container.csv"));
+    assert!(raw.get("table").is_none());
+    assert_eq!(r.table[0x7e].2.0, 448.0);
     let csv = std::fs::read_to_string(dir.join(format!("{stem}.container.csv"))).unwrap();
     let lines: Vec<&str> = csv.lines().collect();
     assert_eq!(lines[0], "code,bits,value,d_bits");
@@ -406,4 +409,16 @@ fn cli_writes_json_and_csv() {
         !o.status.success() && err.contains("32-bit containers"),
         "{err}"
     );
+}
+
+#[test]
+fn committed_hardware_sweeps_read_back() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/sm_90");
+    let r = ContainerReport::load(&dir.join("m16n8k8.f32.f16.f16.f32.container.json"))
+        .expect("f16 sweep");
+    assert_eq!(r.backend, fp4probe::device::BackendKind::Hardware);
+    assert_eq!(r.table.len(), 65536);
+    assert_eq!(r.table[0x3c00].2.0, 1.0);
+    assert!(r.table[0x7e00].2.0.is_nan());
+    assert_eq!(r.summary.format.exact.as_deref(), Some("f16"));
 }

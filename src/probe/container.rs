@@ -1255,6 +1255,10 @@ pub struct ContainerReport {
     pub table_columns: [String; 4],
     /// How to read the table.
     pub table_note: String,
+    /// The table lives in the CSV beside the JSON (`<stem>.container.csv`), one row per code:
+    /// 65536 rows for a 16-bit type would otherwise be stored twice.
+    pub table_file: String,
+    #[serde(skip)]
     pub table: Vec<TableRow>,
 }
 
@@ -1292,6 +1296,7 @@ impl ContainerReport {
                 launches: sweep.launches,
             },
             table_columns: ["code", "bits", "value", "d_bits"].map(String::from),
+            table_file: format!("{}.container.csv", v.file_stem()),
             table_note: "d_bits: D of the code's reference placement (row code mod m, k 0; C = +0); value: d_bits decoded, except -0 where the negative-zero check (C = -0) saw a negative zero (its d_bits are +0)".into(),
             table: (0..t.values.len())
                 .map(|c| {
@@ -1331,6 +1336,20 @@ impl ContainerReport {
                 path.display(),
                 r.schema
             );
+        }
+        let mut r = r;
+        let csv_path = path.with_file_name(&r.table_file);
+        let mut rdr = csv::Reader::from_path(&csv_path)
+            .with_context(|| format!("cannot read the table {}", csv_path.display()))?;
+        for (i, rec) in rdr.records().enumerate() {
+            let rec = rec.with_context(|| format!("{}: row {}", csv_path.display(), i + 2))?;
+            let field = |j: usize| rec.get(j).unwrap_or_default().to_string();
+            let bad = |what: &str| anyhow::anyhow!("{}:{}: bad {what}", csv_path.display(), i + 2);
+            let code: u64 = field(0).parse().map_err(|_| bad("code"))?;
+            let value: Num = serde_json::from_str(&field(2))
+                .or_else(|_| serde_json::from_value(serde_json::Value::String(field(2))))
+                .map_err(|_| bad("value"))?;
+            r.table.push(TableRow(code, field(1), value, field(3)));
         }
         Ok(r)
     }
