@@ -123,8 +123,17 @@ fn scale_tab() {
     a.handle_key(KeyCode::Char('s'));
     assert_eq!(a.tab, Tab::Scale);
     snapshot("scale", &screen(&mut a));
-    // Without a scale map the tab says how to make one.
-    let mut b = open(MXF4, None, None);
+    // Without a scale map the tab says how to make one (a copy of the map with no CSV beside it).
+    let dir = std::env::temp_dir().join(format!("fp4probe-tui-noscale-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let lone = dir.join(std::path::Path::new(MXF4).file_name().unwrap());
+    std::fs::copy(root().join(MXF4), &lone).unwrap();
+    let mut b = app(&Args {
+        map: lone,
+        diff: None,
+        scale: None,
+    })
+    .unwrap();
     b.handle_key(KeyCode::Char('s'));
     assert!(screen(&mut b).contains("fp4probe scale"));
 }
