@@ -13,7 +13,9 @@ pub mod gemm;
 #[rustfmt::skip]
 pub mod generated;
 pub mod isa;
+pub mod jsonfmt;
 pub mod layout;
+pub mod palette;
 pub mod probe;
 pub mod provenance;
 pub mod report;

@@ -73,15 +73,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let variants = args.select.select()?;
     let backend = device::open(args.backend)?;
     let info = backend.info().clone();
-    let out_dir =
-        args.output
-            .clone()
-            .unwrap_or_else(|| match (info.backend, info.compute_capability) {
-                (BackendKind::Hardware, Some((a, b))) => {
-                    PathBuf::from(format!("reports/sm_{a}{b}"))
-                }
-                _ => PathBuf::from("reports/emulator"),
-            });
+    let out_dir = args.output.clone().unwrap_or_else(|| info.report_dir());
     std::fs::create_dir_all(&out_dir)
         .with_context(|| format!("cannot create {}", out_dir.display()))?;
     let measured = match &args.map {

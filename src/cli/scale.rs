@@ -179,15 +179,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let (variants, measured) = choose(&args)?;
     let backend = device::open(args.backend)?;
     let info = backend.info().clone();
-    let out_dir =
-        args.output
-            .clone()
-            .unwrap_or_else(|| match (info.backend, info.compute_capability) {
-                (BackendKind::Hardware, Some((a, b))) => {
-                    PathBuf::from(format!("reports/sm_{a}{b}"))
-                }
-                _ => PathBuf::from("reports/emulator"),
-            });
+    let out_dir = args.output.clone().unwrap_or_else(|| info.report_dir());
     let single = variants.len() == 1;
     let start = Instant::now();
     let (mut explained, mut unexplained, mut skipped) = (0, 0, 0);

@@ -29,6 +29,17 @@ pub struct DeviceInfo {
     pub driver: Option<String>,
 }
 
+impl DeviceInfo {
+    /// Where results go unless the user says otherwise: `reports/sm_XY` for hardware,
+    /// `reports/emulator` for the emulator.
+    pub fn report_dir(&self) -> std::path::PathBuf {
+        match (self.backend, self.compute_capability) {
+            (BackendKind::Hardware, Some((a, b))) => format!("reports/sm_{a}{b}").into(),
+            _ => "reports/emulator".into(),
+        }
+    }
+}
+
 /// A batch of experiments. Each experiment is one warp: for every lane, the words of its A, B
 /// and C registers (f64 registers as two words, low first) and one scale word per scale operand.
 /// Layout of each buffer: `[experiment][lane][word]`.

@@ -239,9 +239,9 @@ impl LaneMap {
         Ok(layout)
     }
 
-    /// Pretty JSON with every array of plain numbers on one line (a slot is one line, not seven).
+    /// Pretty JSON with scalar arrays on one line (a slot is one line, not seven).
     pub fn to_json(&self) -> String {
-        compact_number_arrays(&serde_json::to_string_pretty(self).expect("lane maps serialise"))
+        crate::jsonfmt::to_compact_json(self)
     }
 
     /// One row per slot: `operand,lane,reg,elem,row,col`.
@@ -271,48 +271,5 @@ impl LaneMap {
                 .with_context(|| format!("cannot write {}", csv_path.display()))?;
         }
         Ok(json)
-    }
-}
-
-/// Collapse `[\n  1,\n  2\n]` into `[1, 2]` wherever an array holds only numbers.
-pub(crate) fn compact_number_arrays(pretty: &str) -> String {
-    let mut out = String::with_capacity(pretty.len());
-    let mut rest = pretty;
-    while let Some(open) = rest.find('[') {
-        out.push_str(&rest[..open]);
-        let after = &rest[open + 1..];
-        let close = after.find([']', '[', '{', '"']);
-        match close {
-            Some(c) if after.as_bytes()[c] == b']' => {
-                let items: Vec<&str> = after[..c]
-                    .split(',')
-                    .map(str::trim)
-                    .filter(|x| !x.is_empty())
-                    .collect();
-                out.push('[');
-                out.push_str(&items.join(", "));
-                out.push(']');
-                rest = &after[c + 1..];
-            }
-            _ => {
-                out.push('[');
-                rest = after;
-            }
-        }
-    }
-    out.push_str(rest);
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::compact_number_arrays;
-
-    #[test]
-    fn number_arrays_go_on_one_line() {
-        let v = serde_json::json!({"slots": [[0, 1, 2], [3, 4, 5]], "names": ["a", "b"], "e": []});
-        let s = compact_number_arrays(&serde_json::to_string_pretty(&v).unwrap());
-        assert!(s.contains("[0, 1, 2]") && s.contains("[3, 4, 5]"), "{s}");
-        assert_eq!(serde_json::from_str::<serde_json::Value>(&s).unwrap(), v);
     }
 }

@@ -30,7 +30,7 @@ use super::ptx::fragment_kernel;
 use crate::device::{Backend, BackendKind, Batch};
 use crate::isa::{BlockScale, Operand, ScaleSelectors, Shape, Target, Variant};
 use crate::layout::Layout;
-use crate::layout::lanemap::{Timing, compact_number_arrays};
+use crate::layout::lanemap::Timing;
 use crate::provenance::Provenance;
 use crate::tools::{self, AssembleError};
 use anyhow::{Context, Result, bail};
@@ -1128,8 +1128,7 @@ impl ScaleMap {
             entries: Vec::new(),
             ..self.clone()
         };
-        let pretty =
-            compact_number_arrays(&serde_json::to_string_pretty(&head).expect("serialises"));
+        let pretty = crate::jsonfmt::to_compact_json(&head);
         let body = if self.entries.is_empty() {
             "[]".to_string()
         } else {

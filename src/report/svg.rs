@@ -24,33 +24,10 @@ const CHAR: f64 = 6.1;
 /// Top of the grid: title, subtitle, axis name and column indices above it.
 const GRID_TOP: u32 = 76;
 
-/// Colour of a lane: 32 hues around the wheel, even lanes light and odd lanes darker, so that
-/// lanes next to each other (which sit side by side in every fragment) differ in both.
+/// Colour of a lane as `#rrggbb` (the palette is shared with the terminal viewer).
 pub fn lane_colour(lane: u32) -> String {
-    let h = f64::from(lane % 32) * 360.0 / 32.0;
-    let (s, l) = if lane.is_multiple_of(2) {
-        (0.80, 0.83)
-    } else {
-        (0.70, 0.67)
-    };
-    hsl_hex(h, s, l)
-}
-
-fn hsl_hex(h: f64, s: f64, l: f64) -> String {
-    let c = (1.0 - (2.0 * l - 1.0).abs()) * s;
-    let hp = h / 60.0;
-    let x = c * (1.0 - (hp % 2.0 - 1.0).abs());
-    let (r, g, b) = match hp as u32 {
-        0 => (c, x, 0.0),
-        1 => (x, c, 0.0),
-        2 => (0.0, c, x),
-        3 => (0.0, x, c),
-        4 => (x, 0.0, c),
-        _ => (c, 0.0, x),
-    };
-    let m = l - c / 2.0;
-    let to = |v: f64| ((v + m) * 255.0).round().clamp(0.0, 255.0) as u8;
-    format!("#{:02x}{:02x}{:02x}", to(r), to(g), to(b))
+    let (r, g, b) = crate::palette::lane_rgb(lane);
+    format!("#{r:02x}{g:02x}{b:02x}")
 }
 
 fn esc(s: &str) -> String {

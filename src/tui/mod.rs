@@ -50,23 +50,10 @@ pub struct App {
     pub help: bool,
 }
 
-/// A colour per lane: 32 hues around the wheel, alternating lightness so neighbours differ.
+/// A lane's colour (the same palette as the SVG pictures).
 pub fn lane_color(lane: u32) -> Color {
-    let h = (lane as f64 * 360.0 / 32.0 * 5.0) % 360.0; // step 5 hues apart
-    let (s, l) = (0.65, if lane.is_multiple_of(2) { 0.45 } else { 0.62 });
-    let c = (1.0 - (2.0 * l - 1.0_f64).abs()) * s;
-    let x = c * (1.0 - ((h / 60.0) % 2.0 - 1.0).abs());
-    let m = l - c / 2.0;
-    let (r, g, b) = match (h / 60.0) as u32 {
-        0 => (c, x, 0.0),
-        1 => (x, c, 0.0),
-        2 => (0.0, c, x),
-        3 => (0.0, x, c),
-        4 => (x, 0.0, c),
-        _ => (c, 0.0, x),
-    };
-    let to = |v: f64| ((v + m) * 255.0).round() as u8;
-    Color::Rgb(to(r), to(g), to(b))
+    let (r, g, b) = crate::palette::lane_rgb(lane);
+    Color::Rgb(r, g, b)
 }
 
 const OPS: [Operand; 4] = [Operand::A, Operand::B, Operand::C, Operand::D];
