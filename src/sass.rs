@@ -24,8 +24,7 @@ use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::process::Command;
 
 /// `schema` of a SASS report file.
 pub const SCHEMA: &str = "fp4probe.sass/1";
@@ -196,88 +195,15 @@ impl Toolchain {
         }
     }
 
-    /// `ptxas -arch=<target> probe.ptx -o probe.cubin`, run inside a temporary directory so its
-    /// messages name `probe.ptx` and not a temporary path.
+    /// Assemble with this toolchain's ptxas (see `tools::assemble_with`).
     pub fn assemble(&self, ptx: &str, target: Target) -> Result<Vec<u8>, AssembleError> {
-        let dir = TempDir::new()?;
-        std::fs::write(dir.0.join("probe.ptx"), ptx)?;
-        let out = Command::new(&self.ptxas)
-            .current_dir(&dir.0)
-            .arg(format!("-arch={target}"))
-            .args(["probe.ptx", "-o", "probe.cubin"])
-            .output()?;
-        if !out.status.success() {
-            return Err(AssembleError::Rejected { log: log_of(&out) });
-        }
-        Ok(std::fs::read(dir.0.join("probe.cubin"))?)
+        tools::assemble_with(&self.ptxas, ptx, target)
     }
 
-    /// The SASS text of a cubin.
+    /// The SASS text of a cubin, with this toolchain's disassembler.
     pub fn disassemble(&self, cubin: &[u8]) -> Result<String> {
-        let dir = TempDir::new().context("creating a temporary directory")?;
-        let input = dir.0.join("probe.cubin");
-        std::fs::write(&input, cubin).with_context(|| format!("writing {}", input.display()))?;
-        let args: &[&str] = match self.disassembler {
-            Disassembler::Cuobjdump => &["--dump-sass"],
-            Disassembler::Nvdisasm => &["-c"],
-        };
-        let out = Command::new(&self.disassembler_path)
-            .args(args)
-            .arg(&input)
-            .output()
-            .with_context(|| format!("running {}", self.disassembler_path.display()))?;
-        if !out.status.success() {
-            bail!(
-                "{} failed:\n{}",
-                self.disassembler_path.display(),
-                log_of(&out)
-            );
-        }
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        tools::disassemble_with(&self.disassembler_path, cubin)
     }
-}
-
-/// A fresh directory under the system temp dir, removed when dropped.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new() -> std::io::Result<Self> {
-        static COUNTER: AtomicU64 = AtomicU64::new(0);
-        loop {
-            let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-            let dir =
-                std::env::temp_dir().join(format!("fp4probe-sass-{}-{n}", std::process::id()));
-            match std::fs::create_dir(&dir) {
-                Ok(()) => return Ok(TempDir(dir)),
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                    // A directory left by an earlier process with the same id.
-                    let _ = std::fs::remove_dir_all(&dir);
-                }
-                Err(e) => return Err(e),
-            }
-        }
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn log_of(out: &Output) -> String {
-    let mut log = String::from_utf8_lossy(&out.stderr).into_owned();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    if !stdout.trim().is_empty() {
-        if !log.is_empty() && !log.ends_with('\n') {
-            log.push('\n');
-        }
-        log += &stdout;
-    }
-    if log.trim().is_empty() {
-        log = format!("(no output; {})", out.status);
-    }
-    log
 }
 
 /// The line of a ptxas log that says why: the first line mentioning `error`, else the first

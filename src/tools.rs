@@ -13,7 +13,6 @@
 
 use crate::isa::Target;
 use anyhow::{Context, bail};
-use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -156,44 +155,51 @@ fn log_of(out: &Output) -> String {
     log
 }
 
-/// Assemble a PTX module for `target` with `ptxas -arch=<target>` and return the cubin.
-///
-/// On refusal the error carries everything ptxas printed (its messages name a temporary file:
-/// `ptxas /tmp/fp4probe-.../in.ptx, line 31; error : ...`).
+/// Assemble a PTX module for `target` with the pinned (or otherwise found) ptxas.
 pub fn assemble(ptx: &str, target: Target) -> Result<Vec<u8>, AssembleError> {
     let ptxas = find_tool("ptxas").ok_or(AssembleError::NotFound)?;
+    assemble_with(&ptxas, ptx, target)
+}
+
+/// `ptxas -arch=<target> probe.ptx -o probe.cubin` with a given ptxas, run inside a temporary
+/// directory so that its messages name `probe.ptx`. On refusal the error carries everything
+/// ptxas printed.
+pub fn assemble_with(ptxas: &Path, ptx: &str, target: Target) -> Result<Vec<u8>, AssembleError> {
     let dir = TempDir::new()?;
-    let (input, output) = (dir.path("in.ptx"), dir.path("out.cubin"));
-    std::fs::write(&input, ptx)?;
-    let out = Command::new(&ptxas)
+    std::fs::write(dir.path("probe.ptx"), ptx)?;
+    let out = Command::new(ptxas)
+        .current_dir(&dir.0)
         .arg(format!("-arch={target}"))
-        .arg(&input)
-        .arg("-o")
-        .arg(&output)
+        .args(["probe.ptx", "-o", "probe.cubin"])
         .output()?;
     if !out.status.success() {
         return Err(AssembleError::Rejected { log: log_of(&out) });
     }
-    Ok(std::fs::read(&output)?)
+    Ok(std::fs::read(dir.path("probe.cubin"))?)
 }
 
 /// SASS of a cubin: `cuobjdump --dump-sass`, or `nvdisasm` where there is no cuobjdump.
 pub fn sass(cubin: &[u8]) -> anyhow::Result<String> {
-    let (tool, args): (PathBuf, &[&str]) = if let Some(t) = find_tool("cuobjdump") {
-        (t, &["--dump-sass"])
-    } else if let Some(t) = find_tool("nvdisasm") {
-        (t, &[])
-    } else {
+    let Some(tool) = find_tool("cuobjdump").or_else(|| find_tool("nvdisasm")) else {
         bail!(
             "neither cuobjdump nor nvdisasm found (set {CUDA_BIN_ENV}, put them on PATH, or run \
              .ci/install-cuda-tools)"
         );
     };
+    disassemble_with(&tool, cubin)
+}
+
+/// Disassemble a cubin with a given tool: `cuobjdump --dump-sass`, or `nvdisasm -c` when the
+/// tool's name is not cuobjdump.
+pub fn disassemble_with(tool: &Path, cubin: &[u8]) -> anyhow::Result<String> {
+    let is_cuobjdump = tool
+        .file_stem()
+        .is_some_and(|s| s.to_string_lossy().starts_with("cuobjdump"));
     let dir = TempDir::new().context("creating a temporary directory")?;
-    let input = dir.path("in.cubin");
+    let input = dir.path("probe.cubin");
     std::fs::write(&input, cubin).with_context(|| format!("writing {}", input.display()))?;
-    let out = Command::new(&tool)
-        .args(args.iter().map(OsStr::new))
+    let out = Command::new(tool)
+        .arg(if is_cuobjdump { "--dump-sass" } else { "-c" })
         .arg(&input)
         .output()
         .with_context(|| format!("running {}", tool.display()))?;

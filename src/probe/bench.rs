@@ -543,21 +543,7 @@ impl Toolchain {
 
     /// `ptxas -arch=<target>`: the cubin, or everything ptxas printed.
     pub fn assemble(&self, ptx: &str, target: Target) -> Result<Vec<u8>, AssembleError> {
-        let dir = Scratch::new()?;
-        let (input, output) = (dir.path("in.ptx"), dir.path("out.cubin"));
-        std::fs::write(&input, ptx)?;
-        let out = Command::new(&self.ptxas)
-            .arg(format!("-arch={target}"))
-            .arg(&input)
-            .arg("-o")
-            .arg(&output)
-            .output()?;
-        if !out.status.success() {
-            let mut log = String::from_utf8_lossy(&out.stderr).into_owned();
-            log += &String::from_utf8_lossy(&out.stdout);
-            return Err(AssembleError::Rejected { log });
-        }
-        Ok(std::fs::read(&output)?)
+        tools::assemble_with(&self.ptxas, ptx, target)
     }
 
     /// The SASS of a cubin (`cuobjdump --dump-sass`, or `nvdisasm`).
@@ -569,29 +555,7 @@ impl Toolchain {
                 tools::CUDA_BIN_ENV
             )
         })?;
-        let is_cuobjdump = tool
-            .file_stem()
-            .is_some_and(|s| s.to_string_lossy().starts_with("cuobjdump"));
-        let dir = Scratch::new().context("creating a temporary directory")?;
-        let input = dir.path("in.cubin");
-        std::fs::write(&input, cubin).with_context(|| format!("writing {}", input.display()))?;
-        let mut cmd = Command::new(tool);
-        if is_cuobjdump {
-            cmd.arg("--dump-sass");
-        }
-        let out = cmd
-            .arg(&input)
-            .output()
-            .with_context(|| format!("running {}", tool.display()))?;
-        if !out.status.success() {
-            bail!(
-                "{} failed:\n{}{}",
-                tool.display(),
-                String::from_utf8_lossy(&out.stderr),
-                String::from_utf8_lossy(&out.stdout)
-            );
-        }
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        tools::disassemble_with(tool, cubin)
     }
 
     /// "ptxas 13.0.88 (system: /usr/local/cuda/bin/ptxas)".
@@ -612,35 +576,6 @@ impl ToolSource {
             ToolSource::System => "system",
             ToolSource::Pinned => "pinned",
         }
-    }
-}
-
-/// A fresh directory under the system temp dir, removed when dropped.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new() -> std::io::Result<Self> {
-        use std::sync::atomic::{AtomicU64, Ordering};
-        static COUNTER: AtomicU64 = AtomicU64::new(0);
-        loop {
-            let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-            let dir =
-                std::env::temp_dir().join(format!("fp4probe-bench-{}-{n}", std::process::id()));
-            match std::fs::create_dir(&dir) {
-                Ok(()) => return Ok(Scratch(dir)),
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                Err(e) => return Err(e),
-            }
-        }
-    }
-    fn path(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 
