@@ -344,65 +344,91 @@ impl CudaBackend {
         inputs: [&[u32]; 5],
         d_words: usize,
     ) -> Result<Vec<u32>> {
-        let names = ["A", "B", "C", "scale_a", "scale_b"];
-        let bufs = inputs
-            .iter()
-            .zip(names)
-            .map(|(h, name)| DeviceWords::from_host(h, name))
-            .collect::<Result<Vec<_>>>()?;
-        let d = DeviceWords::alloc(d_words, "D")?;
-        // SAFETY: `d.ptr` holds at least `d_words` words (allocated above, max(1)).
-        check(
-            unsafe { sys::cuMemsetD32_v2(d.ptr, D_POISON, d_words) },
-            "cuMemsetD32(D)",
-        )?;
-        let mut ptrs: [sys::CUdeviceptr; 6] = [
-            bufs[0].ptr,
-            bufs[1].ptr,
-            bufs[2].ptr,
-            bufs[3].ptr,
-            bufs[4].ptr,
-            d.ptr,
-        ];
-        let mut params: [*mut c_void; 6] = [std::ptr::null_mut(); 6];
-        for (p, dp) in params.iter_mut().zip(ptrs.iter_mut()) {
-            *p = (dp as *mut sys::CUdeviceptr).cast();
+        // SAFETY: the fragment kernel takes the five input pointers and D as .u64 parameters;
+        // every buffer is sized for `n` experiments of 32 lanes, which is exactly what grid
+        // (n,1,1) × block (32,1,1) reads and writes. n <= MAX_CHUNK_EXPERIMENTS < 2^31 - 1.
+        unsafe {
+            launch_warps(
+                f,
+                n,
+                &inputs,
+                &["A", "B", "C", "scale_a", "scale_b"],
+                d_words,
+                "D",
+            )
         }
-        // SAFETY: `f` is a live function of the bound context whose six parameters are .u64
-        // pointers, matched by `params` (each points at a CUdeviceptr in `ptrs`, which outlives
-        // the call: the driver copies parameter values at launch). Every buffer is sized for
-        // `n` experiments of 32 lanes, which is exactly what grid (n,1,1) × block (32,1,1)
-        // reads and writes. n <= MAX_CHUNK_EXPERIMENTS < 2^31 - 1.
-        check(
-            unsafe {
-                sys::cuLaunchKernel(
-                    f,
-                    n as u32,
-                    1,
-                    1,
-                    32,
-                    1,
-                    1,
-                    0,
-                    std::ptr::null_mut(),
-                    params.as_mut_ptr(),
-                    std::ptr::null_mut(),
-                )
-            },
-            &format!("cuLaunchKernel(grid {n}, block 32)"),
-        )?;
-        drv(
-            result::ctx::synchronize(),
-            "running the fragment kernel (cuCtxSynchronize)",
-        )?;
-        let mut out = vec![0u32; d_words];
-        // SAFETY: `d.ptr` holds `d_words` words and the kernel has finished (synchronised).
-        drv(
-            unsafe { result::memcpy_dtoh_sync(&mut out, d.ptr) },
-            "cuMemcpyDtoH(D)",
-        )?;
-        Ok(out)
     }
+}
+
+/// Copy `inputs` to the device, fill an output of `out_words` words with 0xFFFFFFFF (so that
+/// anything the kernel fails to write shows), launch `f` as `grid` CTAs of 32 threads with one
+/// u64 pointer parameter per input followed by the output pointer, and read the output back.
+///
+/// # Safety
+/// The context owning `f` must be bound to this thread, `f` must take exactly those
+/// parameters, and it must read and write only within the buffers' sizes for this grid.
+unsafe fn launch_warps(
+    f: sys::CUfunction,
+    grid: usize,
+    inputs: &[&[u32]],
+    names: &[&str],
+    out_words: usize,
+    out_name: &str,
+) -> Result<Vec<u32>> {
+    let bufs = inputs
+        .iter()
+        .enumerate()
+        .map(|(i, h)| {
+            let name = names
+                .get(i)
+                .map_or_else(|| format!("input {i}"), |n| n.to_string());
+            DeviceWords::from_host(h, &name)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let out = DeviceWords::alloc(out_words, out_name)?;
+    // SAFETY: `out.ptr` holds at least `out_words` words (allocated above, max(1)).
+    check(
+        unsafe { sys::cuMemsetD32_v2(out.ptr, D_POISON, out_words) },
+        &format!("cuMemsetD32({out_name})"),
+    )?;
+    let mut ptrs: Vec<sys::CUdeviceptr> = bufs.iter().map(|b| b.ptr).collect();
+    ptrs.push(out.ptr);
+    let mut params: Vec<*mut c_void> = ptrs
+        .iter_mut()
+        .map(|p| (p as *mut sys::CUdeviceptr).cast())
+        .collect();
+    // SAFETY: the caller guarantees `f`'s parameters and bounds; each entry of `params` points
+    // at a CUdeviceptr in `ptrs`, which outlives the call (the driver copies parameter values
+    // at launch).
+    check(
+        unsafe {
+            sys::cuLaunchKernel(
+                f,
+                grid as u32,
+                1,
+                1,
+                32,
+                1,
+                1,
+                0,
+                std::ptr::null_mut(),
+                params.as_mut_ptr(),
+                std::ptr::null_mut(),
+            )
+        },
+        &format!("cuLaunchKernel(grid {grid}, block 32)"),
+    )?;
+    drv(
+        result::ctx::synchronize(),
+        "running the kernel (cuCtxSynchronize)",
+    )?;
+    let mut host = vec![0u32; out_words];
+    // SAFETY: `out.ptr` holds `out_words` words and the kernel has finished (synchronised).
+    drv(
+        unsafe { result::memcpy_dtoh_sync(&mut host, out.ptr) },
+        &format!("cuMemcpyDtoH({out_name})"),
+    )?;
+    Ok(host)
 }
 
 /// Loading and launching kernels compiled elsewhere (NVRTC cubins from `codegen::verify`).
@@ -444,56 +470,10 @@ impl CudaBackend {
         }
         let f = module.function(entry)?;
         drv(self.ctx.bind_to_thread(), "binding the CUDA context")?;
-        let bufs = inputs
-            .iter()
-            .enumerate()
-            .map(|(i, h)| DeviceWords::from_host(h, &format!("input {i}")))
-            .collect::<Result<Vec<_>>>()?;
-        let out = DeviceWords::alloc(out_words, "output")?;
-        // SAFETY: `out.ptr` holds at least `out_words` words (allocated above).
-        check(
-            unsafe { sys::cuMemsetD32_v2(out.ptr, D_POISON, out_words) },
-            "cuMemsetD32(output)",
-        )?;
-        let mut ptrs: Vec<sys::CUdeviceptr> = bufs.iter().map(|b| b.ptr).collect();
-        ptrs.push(out.ptr);
-        let mut params: Vec<*mut c_void> = ptrs
-            .iter_mut()
-            .map(|p| (p as *mut sys::CUdeviceptr).cast())
-            .collect();
-        // SAFETY: `f` is a function of `module`, loaded in this (bound) context and borrowed
-        // for the whole call; its parameters are one u64 pointer per entry of `params` (the
-        // caller's contract); each entry points at a CUdeviceptr in `ptrs`, which outlives the
-        // call (the driver copies parameter values at launch). Grid (1,1,1) × block (32,1,1).
-        check(
-            unsafe {
-                sys::cuLaunchKernel(
-                    f,
-                    1,
-                    1,
-                    1,
-                    32,
-                    1,
-                    1,
-                    0,
-                    std::ptr::null_mut(),
-                    params.as_mut_ptr(),
-                    std::ptr::null_mut(),
-                )
-            },
-            "cuLaunchKernel(grid 1, block 32)",
-        )?;
-        drv(
-            result::ctx::synchronize(),
-            "running the kernel (cuCtxSynchronize)",
-        )?;
-        let mut host = vec![0u32; out_words];
-        // SAFETY: `out.ptr` holds `out_words` words and the kernel has finished.
-        drv(
-            unsafe { result::memcpy_dtoh_sync(&mut host, out.ptr) },
-            "cuMemcpyDtoH(output)",
-        )?;
-        Ok(host)
+        // SAFETY: the context is bound; `f` belongs to `module` of this context, borrowed for
+        // the whole call; its parameters are one u64 pointer per input and the output (the
+        // caller's contract, documented above), for one CTA of 32 threads.
+        unsafe { launch_warps(f, 1, inputs, &[], out_words, "output") }
     }
 }
 
