@@ -9,6 +9,7 @@ pub mod codegen;
 pub mod device;
 pub mod formats;
 pub mod gemm;
+pub mod quant;
 /// The lane tables as Rust statics, written by `fp4probe codegen` (see `codegen::tables`).
 #[rustfmt::skip]
 pub mod generated;
@@ -20,5 +21,6 @@ pub mod probe;
 pub mod provenance;
 pub mod report;
 pub mod sass;
+pub mod tensorio;
 pub mod tools;
 pub mod tui;

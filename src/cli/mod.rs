@@ -6,6 +6,8 @@ mod codegen;
 mod container;
 mod fragment;
 mod numerics;
+mod quant_bench;
+mod quantize;
 mod report;
 mod sass;
 mod scale;
@@ -45,7 +47,10 @@ const EXAMPLES: &str = "Examples:
   fp4probe codegen --check                          are kernels/generated and src/generated current?
   fp4probe bench --variant m16n8k16.f32.bf16.bf16.f32   latency and throughput (GPU only)
   fp4probe view reports/sm_90/m16n8k16.f32.bf16.bf16.f32.json
-  fp4probe show reports/sm_90/m16n8k32.f32.e4m3.e4m3.f32.json";
+  fp4probe show reports/sm_90/m16n8k32.f32.e4m3.e4m3.f32.json
+  fp4probe quantize --format mxfp4 --input w.npy --output w.mxfp4.safetensors
+  fp4probe dequantize --input w.mxfp4.safetensors --output w.npy
+  fp4probe quant-bench --csv reports/sm_90/quant-bench-fp4probe.csv   (GPU only)";
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
@@ -76,6 +81,14 @@ pub enum Command {
     /// Browse a lane map in the terminal: operand grids coloured by lane, cursor, lane highlight,
     /// scale tab, diff against another map or the documented layout.
     View(view::Args),
+    /// Quantize a tensor (.npy / .safetensors; f32, f16, bf16) to MXFP4 or NVFP4, on the GPU or
+    /// the CPU reference (identical bytes).
+    Quantize(quantize::QuantizeArgs),
+    /// Read a quantized file back to f32 (.npy or .safetensors).
+    Dequantize(quantize::DequantizeArgs),
+    /// Throughput of the quantization kernels against the device copy bandwidth (GPU only),
+    /// each output checked against the CPU reference; and the optimal-scale search's gain.
+    QuantBench(quant_bench::Args),
     /// Print a lane map file: provenance, validation, closed forms, the map as a table.
     Show(show::Args),
 }
@@ -92,6 +105,9 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Sass(a) => sass::run(a),
         Command::Scale(a) => scale::run(a),
         Command::Show(a) => show::run(a),
+        Command::Quantize(a) => quantize::run_quantize(a),
+        Command::Dequantize(a) => quantize::run_dequantize(a),
+        Command::QuantBench(a) => quant_bench::run(a),
         Command::View(a) => view::run_cmd(a),
     }
 }

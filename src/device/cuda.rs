@@ -641,6 +641,61 @@ impl DeviceBuffer {
         Ok(out)
     }
 
+    /// A buffer holding a copy of `host` (padded with zeros to a multiple of 4 bytes).
+    pub fn from_bytes(backend: &CudaBackend, host: &[u8], what: &str) -> Result<Self> {
+        let buf = Self::zeroed(backend, host.len(), what)?;
+        if !host.is_empty() {
+            // SAFETY: the buffer holds at least `host.len()` bytes; the copy is synchronous.
+            drv(
+                unsafe { result::memcpy_htod_sync(buf.ptr, host) },
+                &format!("cuMemcpyHtoD({what})"),
+            )?;
+        }
+        Ok(buf)
+    }
+
+    /// Copy the first `n` bytes back (synchronous: waits for the work before it).
+    pub fn read_bytes(&self, n: usize) -> Result<Vec<u8>> {
+        if n > self.bytes {
+            bail!("reading {n} bytes from a buffer of {} bytes", self.bytes);
+        }
+        drv(self.ctx.bind_to_thread(), "binding the CUDA context")?;
+        let mut out = vec![0u8; n];
+        // SAFETY: the buffer holds at least `n` bytes (checked above).
+        drv(
+            unsafe { result::memcpy_dtoh_sync(&mut out, self.ptr) },
+            "cuMemcpyDtoH",
+        )?;
+        Ok(out)
+    }
+
+    /// Set every byte to zero, in stream order on the null stream (no wait).
+    pub fn clear_async(&self) -> Result<()> {
+        // SAFETY: `ptr` holds `bytes` bytes, a multiple of 4; the null stream orders it.
+        check(
+            unsafe { sys::cuMemsetD32Async(self.ptr, 0, self.bytes / 4, std::ptr::null_mut()) },
+            "cuMemsetD32Async",
+        )
+    }
+
+    /// Copy all of `src` (at most this buffer's size) device to device, on the null stream.
+    pub fn copy_from_async(&self, src: &DeviceBuffer) -> Result<()> {
+        if src.bytes > self.bytes {
+            bail!(
+                "copying {} bytes into a buffer of {}",
+                src.bytes,
+                self.bytes
+            );
+        }
+        // SAFETY: both allocations are live and hold at least `src.bytes` bytes.
+        check(
+            unsafe {
+                sys::cuMemcpyDtoDAsync_v2(self.ptr, src.ptr, src.bytes, std::ptr::null_mut())
+            },
+            "cuMemcpyDtoDAsync",
+        )
+    }
+
     /// Copy the first `n` u64 words back.
     pub fn read_u64(&self, n: usize) -> Result<Vec<u64>> {
         if n * 8 > self.bytes {
@@ -798,20 +853,20 @@ impl CudaBackend {
         Ok(n.max(0) as u32)
     }
 
-    /// Launch `f` on grid (`grid`,1,1) × block (`block`,1,1) on the null stream between two
-    /// CUDA events, wait for it, and return the events' elapsed time in milliseconds.
+    /// Launch `f` on grid (`grid`,1,1) × block (`block`,1,1) on the null stream, without
+    /// waiting (errors of the kernel itself surface at the next synchronisation).
     ///
     /// # Safety
     /// `args` must match the kernel's parameter list exactly (count, order and types: `Ptr`
     /// for `.u64`, `U32` for `.u32`), and every pointer must reference a live allocation large
     /// enough for everything this grid reads and writes.
-    pub unsafe fn launch_timed(
+    pub unsafe fn launch(
         &self,
         f: sys::CUfunction,
         grid: u32,
         block: u32,
         args: &[KernelArg],
-    ) -> Result<f32> {
+    ) -> Result<()> {
         drv(self.ctx.bind_to_thread(), "binding the CUDA context")?;
         // Each parameter's value lives in its own slot of the right width; the slots are sized
         // up front, so the pointers into them stay valid.
@@ -838,13 +893,6 @@ impl CudaBackend {
                 }
             }
         }
-        let (start, end) = (Event::new()?, Event::new()?);
-        let null: sys::CUstream = std::ptr::null_mut();
-        // SAFETY: the events are live; recording on the null stream of the bound context.
-        drv(
-            unsafe { result::event::record(start.0, null) },
-            "cuEventRecord",
-        )?;
         // SAFETY: the caller guarantees `args` matches the kernel; `params` points into
         // `wide` and `narrow`, which outlive the call (the driver copies parameters at launch).
         check(
@@ -858,13 +906,27 @@ impl CudaBackend {
                     1,
                     1,
                     0,
-                    null,
+                    std::ptr::null_mut(),
                     params.as_mut_ptr(),
                     std::ptr::null_mut(),
                 )
             },
             &format!("cuLaunchKernel(grid {grid}, block {block})"),
+        )
+    }
+
+    /// Run `work` (which enqueues on the null stream) between two CUDA events, wait for it,
+    /// and return the events' elapsed time in milliseconds.
+    pub fn time_ms(&self, work: impl FnOnce() -> Result<()>) -> Result<f32> {
+        drv(self.ctx.bind_to_thread(), "binding the CUDA context")?;
+        let (start, end) = (Event::new()?, Event::new()?);
+        let null: sys::CUstream = std::ptr::null_mut();
+        // SAFETY: the events are live; recording on the null stream of the bound context.
+        drv(
+            unsafe { result::event::record(start.0, null) },
+            "cuEventRecord",
         )?;
+        work()?;
         // SAFETY: as above.
         drv(
             unsafe { result::event::record(end.0, null) },
@@ -878,6 +940,30 @@ impl CudaBackend {
         drv(
             unsafe { result::event::elapsed(start.0, end.0) },
             "cuEventElapsedTime",
+        )
+    }
+
+    /// `launch` timed with `time_ms`.
+    ///
+    /// # Safety
+    /// As for `launch`.
+    pub unsafe fn launch_timed(
+        &self,
+        f: sys::CUfunction,
+        grid: u32,
+        block: u32,
+        args: &[KernelArg],
+    ) -> Result<f32> {
+        // SAFETY: forwarded from the caller.
+        self.time_ms(|| unsafe { self.launch(f, grid, block, args) })
+    }
+
+    /// Wait for everything enqueued so far; a kernel fault shows up here.
+    pub fn synchronize(&self) -> Result<()> {
+        drv(self.ctx.bind_to_thread(), "binding the CUDA context")?;
+        drv(
+            result::ctx::synchronize(),
+            "running the kernel (cuCtxSynchronize)",
         )
     }
 }

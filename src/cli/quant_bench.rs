@@ -1,0 +1,417 @@
+//! `fp4probe quant-bench`: GB/s of the quantization kernels against the device's own
+//! device-to-device copy, measured in the same run; every output checked byte for byte
+//! against the CPU reference; and the optimal-scale search's error reduction and speed on a
+//! weights-like tensor.
+
+use super::quantize::{compare_bytes, squared_error};
+use crate::device::Backend;
+use crate::device::cuda::{CudaBackend, DeviceBuffer};
+use crate::quant::cuda::{DeviceQuant, InType, QuantKernels};
+use crate::quant::{self, NvLevels, Quantized, ScaleMode, Spec};
+use anyhow::{Context, Result, bail};
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// H100 L2 size; rows whose traffic fits are marked, since repeats then run from L2.
+const L2_BYTES: usize = 50 << 20;
+
+/// Quantization throughput on the GPU (CUDA only).
+///
+/// For each input type and size: the median of --repeats individually timed runs (CUDA
+/// events, after --warmup untimed runs; no cache flush between runs) of each format, and of a
+/// device-to-device copy of the input (cuMemcpyDtoD) as the bandwidth yardstick. GB/s counts
+/// bytes read plus bytes written once (copy: twice the input). Two-level NVFP4 includes its
+/// amax pass, which reads the input a second time; `nvfp4-two-level-given-amax` times the
+/// quantization pass alone. Then the windowed scale search on a
+/// heavy-tailed weights-like tensor: squared-error reduction and time.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Sizes ROWSxCOLS.
+    #[arg(long, value_delimiter = ',', default_values_t = ["1024x1024".to_string(), "4096x8192".to_string(), "8192x8192".to_string()])]
+    pub sizes: Vec<String>,
+    /// Input types: f32, bf16, f16.
+    #[arg(long, value_delimiter = ',', default_values_t = ["f32".to_string(), "bf16".to_string()])]
+    pub dtypes: Vec<String>,
+    #[arg(long, default_value_t = 50)]
+    pub repeats: usize,
+    #[arg(long, default_value_t = 5)]
+    pub warmup: usize,
+    /// Throughput rows (impl,format,input_dtype,rows,cols,ms_median,ms_min,ms_max,bytes,gb_per_s,l2_resident).
+    #[arg(long)]
+    pub csv: Option<PathBuf>,
+    /// Search rows (format,input_dtype,rows,cols,sse_naive,sse_search,reduction_pct,...).
+    #[arg(long)]
+    pub search_csv: Option<PathBuf>,
+    /// Size of the weights-like tensor for the search.
+    #[arg(long, default_value = "4096x4096")]
+    pub search_size: String,
+    /// Skip the byte-for-byte check against the CPU reference.
+    #[arg(long)]
+    pub no_check: bool,
+}
+
+fn parse_size(s: &str) -> Result<(usize, usize)> {
+    let (r, c) = s
+        .split_once('x')
+        .with_context(|| format!("size {s:?}: expected ROWSxCOLS"))?;
+    Ok((
+        r.parse().with_context(|| format!("size {s:?}"))?,
+        c.parse().with_context(|| format!("size {s:?}"))?,
+    ))
+}
+
+fn parse_type(s: &str) -> Result<InType> {
+    Ok(match s {
+        "f32" => InType::F32,
+        "bf16" => InType::Bf16,
+        "f16" => InType::F16,
+        _ => bail!("input type {s:?}: expected f32, bf16 or f16"),
+    })
+}
+
+/// splitmix64 → uniform → Box–Muller normals; deterministic, no crates.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn uniform(&mut self) -> f64 {
+        ((self.next() >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+    }
+    fn normal(&mut self) -> f64 {
+        (-2.0 * self.uniform().ln()).sqrt() * (std::f64::consts::TAU * self.uniform()).cos()
+    }
+}
+
+/// Gaussian rows scaled by 2^k, k in -8..8: many different block scales.
+fn bench_input(rows: usize, cols: usize, seed: u64) -> Vec<f32> {
+    let mut rng = Rng(seed);
+    let mut x = Vec::with_capacity(rows * cols);
+    for _ in 0..rows {
+        let scale = 2f64.powi((rng.next() % 17) as i32 - 8);
+        x.extend((0..cols).map(|_| (rng.normal() * scale) as f32));
+    }
+    x
+}
+
+/// Weights-like: Student-t (ν = 5) entries, per-row log-normal scale around 0.02, and 0.5% of
+/// the columns ×8 (the outlier channels of real transformer weights).
+pub fn weights_like(rows: usize, cols: usize, seed: u64) -> Vec<f32> {
+    let mut rng = Rng(seed);
+    let outlier: Vec<bool> = (0..cols).map(|_| rng.uniform() < 0.005).collect();
+    let mut x = Vec::with_capacity(rows * cols);
+    for _ in 0..rows {
+        let sigma = 0.02 * (0.3 * rng.normal()).exp();
+        for &o in &outlier {
+            let chi2: f64 = (0..5).map(|_| rng.normal().powi(2)).sum();
+            let t = rng.normal() / (chi2 / 5.0).sqrt();
+            x.push((t * sigma * if o { 8.0 } else { 1.0 }) as f32);
+        }
+    }
+    x
+}
+
+/// The input as `in_type` bytes, and the values those bytes hold, widened to f32.
+fn encode(x: &[f32], in_type: InType) -> (Vec<u8>, Vec<f32>) {
+    match in_type {
+        InType::F32 => (x.iter().flat_map(|v| v.to_le_bytes()).collect(), x.to_vec()),
+        InType::Bf16 => {
+            let bits: Vec<u16> = x.iter().map(|&v| f32_to_bf16(v)).collect();
+            (
+                bits.iter().flat_map(|b| b.to_le_bytes()).collect(),
+                bits.iter()
+                    .map(|&b| f32::from_bits((b as u32) << 16))
+                    .collect(),
+            )
+        }
+        InType::F16 => {
+            let bits: Vec<u16> = x
+                .iter()
+                .map(|&v| crate::formats::f64_to_f16_bits(v as f64))
+                .collect();
+            let wide = bits
+                .iter()
+                .map(|&b| crate::formats::ElemType::F16.decode(b as u64) as f32)
+                .collect();
+            (bits.iter().flat_map(|b| b.to_le_bytes()).collect(), wide)
+        }
+    }
+}
+
+/// f32 → bf16 bits, round to nearest even (finite inputs only here).
+fn f32_to_bf16(v: f32) -> u16 {
+    let b = v.to_bits();
+    ((b + 0x7FFF + ((b >> 16) & 1)) >> 16) as u16
+}
+
+struct Timing {
+    median: f64,
+    min: f64,
+    max: f64,
+}
+
+fn time(
+    backend: &CudaBackend,
+    warmup: usize,
+    repeats: usize,
+    mut work: impl FnMut() -> Result<()>,
+) -> Result<Timing> {
+    for _ in 0..warmup {
+        work()?;
+    }
+    backend.synchronize()?;
+    let mut ms = Vec::with_capacity(repeats);
+    for _ in 0..repeats.max(1) {
+        ms.push(backend.time_ms(&mut work)? as f64);
+    }
+    ms.sort_by(f64::total_cmp);
+    Ok(Timing {
+        median: ms[ms.len() / 2],
+        min: ms[0],
+        max: ms[ms.len() - 1],
+    })
+}
+
+struct Row {
+    imp: &'static str,
+    format: String,
+    in_type: InType,
+    rows: usize,
+    cols: usize,
+    t: Timing,
+    bytes: usize,
+}
+
+impl Row {
+    fn gbps(&self) -> f64 {
+        self.bytes as f64 / self.t.median / 1e6
+    }
+    fn csv(&self) -> String {
+        format!(
+            "{},{},{},{},{},{:.5},{:.5},{:.5},{},{:.1},{}",
+            self.imp,
+            self.format,
+            self.in_type.name(),
+            self.rows,
+            self.cols,
+            self.t.median,
+            self.t.min,
+            self.t.max,
+            self.bytes,
+            self.gbps(),
+            if self.bytes / 2 < L2_BYTES {
+                "yes"
+            } else {
+                "no"
+            }
+        )
+    }
+}
+
+fn format_name(spec: &Spec) -> String {
+    let base = match spec.format {
+        quant::Format::Mxfp4 => format!("mxfp4-{}", spec.scale_mode.name()),
+        quant::Format::Nvfp4 if spec.two_level() => "nvfp4-two-level".into(),
+        quant::Format::Nvfp4 => "nvfp4-one-level".into(),
+    };
+    if spec.search {
+        format!("{base}-search")
+    } else {
+        base
+    }
+}
+
+fn specs() -> Vec<Spec> {
+    vec![
+        Spec::mxfp4(ScaleMode::Floor),
+        Spec::mxfp4(ScaleMode::Rceil),
+        Spec::nvfp4(NvLevels::TwoLevel),
+        Spec::nvfp4(NvLevels::OneLevel),
+    ]
+}
+
+fn run_one(k: &QuantKernels, spec: &Spec, buf: &DeviceQuant, shape: &[usize]) -> Result<Quantized> {
+    k.enqueue(spec, buf)?;
+    k.read_back(spec, shape, buf)
+}
+
+pub fn run(a: Args) -> Result<ExitCode> {
+    let backend = CudaBackend::open().context("quant-bench needs a CUDA device")?;
+    let kernels = QuantKernels::load(&backend)?;
+    let (cc, drv) = (backend.compute_capability(), backend.driver_version());
+    println!(
+        "device: {} (sm_{}{}, driver {}.{})",
+        backend.info().name,
+        cc.0,
+        cc.1,
+        drv.0,
+        drv.1
+    );
+    let mut rows: Vec<Row> = Vec::new();
+    for dt in &a.dtypes {
+        let in_type = parse_type(dt)?;
+        for size in &a.sizes {
+            let (r, c) = parse_size(size)?;
+            let (bytes, x) = encode(&bench_input(r, c, 1 + r as u64 * 31 + c as u64), in_type);
+            let copy_dst = DeviceBuffer::zeroed(&backend, bytes.len(), "copy destination")?;
+            for spec in specs() {
+                let buf = DeviceQuant::upload(&backend, in_type, &bytes, spec.block())?;
+                if !a.no_check {
+                    let gpu = run_one(&kernels, &spec, &buf, &[r, c])?;
+                    let (cpu, _) = quant::quantize(&spec, &[r, c], &x)?;
+                    compare_bytes(&gpu, &cpu).with_context(|| {
+                        format!("{} {} {r}x{c}", format_name(&spec), in_type.name())
+                    })?;
+                }
+                let t = time(&backend, a.warmup, a.repeats, || {
+                    kernels.enqueue(&spec, &buf)
+                })?;
+                rows.push(Row {
+                    imp: "fp4probe-cuda",
+                    format: format_name(&spec),
+                    in_type,
+                    rows: r,
+                    cols: c,
+                    t,
+                    bytes: buf.bytes_moved(&spec),
+                });
+                eprintln!("{}", rows.last().expect("pushed").csv());
+                if spec.two_level() {
+                    // The quantization pass alone, the tensor amax already known (calibrated
+                    // scales, or an amax fused into the producer of x): one read of the input.
+                    let t = time(&backend, a.warmup, a.repeats, || {
+                        kernels.enqueue_quant(&spec, &buf)
+                    })?;
+                    let format = "nvfp4-two-level-given-amax".to_string();
+                    rows.push(Row {
+                        imp: "fp4probe-cuda",
+                        format,
+                        in_type,
+                        rows: r,
+                        cols: c,
+                        t,
+                        bytes: buf.bytes_moved(&spec),
+                    });
+                }
+                if spec == specs()[0] {
+                    let t = time(&backend, a.warmup, a.repeats, || {
+                        copy_dst.copy_from_async(&buf.input)
+                    })?;
+                    rows.push(Row {
+                        imp: "copy-driver",
+                        format: "copy".into(),
+                        in_type,
+                        rows: r,
+                        cols: c,
+                        t,
+                        bytes: 2 * bytes.len(),
+                    });
+                }
+            }
+        }
+    }
+    let header =
+        "impl,format,input_dtype,rows,cols,ms_median,ms_min,ms_max,bytes,gb_per_s,l2_resident";
+    let mut out = format!("{header}\n");
+    for row in &rows {
+        writeln!(out, "{}", row.csv())?;
+    }
+    print!("{}", table(&rows));
+    if let Some(p) = &a.csv {
+        std::fs::write(p, &out).with_context(|| format!("writing {}", p.display()))?;
+    }
+    let search = search_rows(&a, &backend, &kernels)?;
+    print!("{search}");
+    if let Some(p) = &a.search_csv {
+        std::fs::write(p, &search).with_context(|| format!("writing {}", p.display()))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Markdown: per row GB/s and the fraction of the same-size copy.
+fn table(rows: &[Row]) -> String {
+    let mut s = String::from(
+        "\n| input | size | format | ms | GB/s | % of copy |\n|---|---|---|---|---|---|\n",
+    );
+    for row in rows {
+        let copy = rows.iter().find(|c| {
+            c.imp == "copy-driver"
+                && c.in_type == row.in_type
+                && c.rows == row.rows
+                && c.cols == row.cols
+        });
+        let pct = copy
+            .map(|c| format!("{:.0}%", 100.0 * row.gbps() / c.gbps()))
+            .unwrap_or_default();
+        let _ = writeln!(
+            s,
+            "| {} | {}x{} | {} | {:.4} | {:.0} | {pct} |",
+            row.in_type.name(),
+            row.rows,
+            row.cols,
+            row.format,
+            row.t.median,
+            row.gbps()
+        );
+    }
+    s
+}
+
+/// CSV of the search's gain and cost on a weights-like tensor, naive and searched kernels
+/// timed side by side, the searched bytes checked against the CPU reference.
+fn search_rows(a: &Args, backend: &CudaBackend, kernels: &QuantKernels) -> Result<String> {
+    let (r, c) = parse_size(&a.search_size)?;
+    let x = weights_like(r, c, 2026);
+    let mut out = String::from(
+        "format,input_dtype,rows,cols,sse_naive,sse_search,reduction_pct,blocks_changed_pct,ms_naive,ms_search,gb_per_s_search\n",
+    );
+    for in_type in [InType::F32, InType::Bf16] {
+        let (bytes, xw) = encode(&x, in_type);
+        for naive in [
+            Spec::mxfp4(ScaleMode::Floor),
+            Spec::nvfp4(NvLevels::TwoLevel),
+            Spec::nvfp4(NvLevels::OneLevel),
+        ] {
+            let mut searched = naive;
+            searched.search = true;
+            let buf = DeviceQuant::upload(backend, in_type, &bytes, naive.block())?;
+            let qn = run_one(kernels, &naive, &buf, &[r, c])?;
+            let qs = run_one(kernels, &searched, &buf, &[r, c])?;
+            if !a.no_check {
+                let (cpu, _) = quant::quantize(&searched, &[r, c], &xw)?;
+                compare_bytes(&qs, &cpu)
+                    .with_context(|| format!("{} {}", format_name(&searched), in_type.name()))?;
+            }
+            let tn = time(backend, a.warmup, a.repeats, || {
+                kernels.enqueue(&naive, &buf)
+            })?;
+            let ts = time(backend, a.warmup, a.repeats, || {
+                kernels.enqueue(&searched, &buf)
+            })?;
+            let (en, es) = (squared_error(&xw, &qn), squared_error(&xw, &qs));
+            let changed = qn
+                .scale
+                .iter()
+                .zip(&qs.scale)
+                .filter(|(p, q)| p != q)
+                .count();
+            writeln!(
+                out,
+                "{},{},{r},{c},{en:.6e},{es:.6e},{:.2},{:.2},{:.5},{:.5},{:.1}",
+                format_name(&naive),
+                in_type.name(),
+                100.0 * (1.0 - es / en),
+                100.0 * changed as f64 / qn.scale.len() as f64,
+                tn.median,
+                ts.median,
+                buf.bytes_moved(&searched) as f64 / ts.median / 1e6
+            )?;
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,194 @@
+//! The small number formats of block-scaled FP4: E2M1 elements, E8M0 (MX) and E4M3 (NV)
+//! scales. Every conversion here is written with integer and comparison operations only, in the
+//! same order as the CUDA kernels (`kernels/quant/quant.cuh`), so both give the same bytes.
+
+/// Magnitudes of the eight E2M1 codes (bit 3 is the sign).
+pub const E2M1_VALUES: [f32; 8] = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0];
+
+/// Largest E2M1 magnitude; scaled values beyond it saturate.
+pub const E2M1_MAX: f32 = 6.0;
+
+/// The E8M0 byte that means NaN (the only special value of E8M0).
+pub const E8M0_NAN: u8 = 0xFF;
+
+/// The E4M3 (OCP `float8_e4m3fn`) byte NVFP4 uses for a NaN block.
+pub const E4M3_NAN: u8 = 0x7F;
+
+/// Largest finite E4M3 value; NVFP4 block scales are clamped to it.
+pub const E4M3_MAX: f32 = 448.0;
+
+/// Smallest normal E4M3 value (2^-6); NVFP4 block scales are clamped up to it.
+pub const E4M3_MIN_NORMAL: f32 = 0.015625;
+
+/// Round a scaled f32 to the nearest E2M1 code, ties to even, saturating at ±6, keeping the
+/// sign (so -0.1 gives 0x8, negative zero). NaN is never passed in: blocks containing NaN are
+/// handled before elements are encoded.
+///
+/// The thresholds are the midpoints between neighbouring magnitudes; `<=` sends a tie down
+/// and `<` sends it up, whichever neighbour has the even code (0.25→0, 0.75→1.0, 1.25→1.0,
+/// 1.75→2.0, 2.5→2.0, 3.5→4.0, 5.0→4.0).
+pub fn e2m1_encode(v: f32) -> u8 {
+    let sign = ((v.to_bits() >> 28) & 0x8) as u8;
+    let a = v.abs();
+    let mag = (a > 0.25) as u8
+        + (a >= 0.75) as u8
+        + (a > 1.25) as u8
+        + (a >= 1.75) as u8
+        + (a > 2.5) as u8
+        + (a >= 3.5) as u8
+        + (a > 5.0) as u8;
+    sign | mag
+}
+
+/// `e2m1_encode` the way the CUDA kernel computes it, branch-free on the bits: the E2M1 step
+/// is q = 0.5 below 2, 1 in [2,4), 2 in [4,8); adding C = 1.5·2^23·q rounds |v| to a multiple
+/// of q in one IEEE rounding (ties to even) and leaves n = RN(|v|/q) in the sum's low bits; the
+/// code is n plus twice the binade above 1, and 7 beyond 5. Tested equal to `e2m1_encode` on
+/// every f32 from 2^-3 to 16 and the edges.
+pub fn e2m1_encode_bits(v: f32) -> u8 {
+    let bits = v.to_bits() & 0x7FFF_FFFF;
+    let e = (bits >> 23).clamp(127, 129);
+    let c = f32::from_bits(((e + 22) << 23) | 0x40_0000);
+    let n = (f32::from_bits(bits) + c).to_bits() & 7;
+    let mag = if f32::from_bits(bits) > 5.0 {
+        7
+    } else {
+        n + 2 * (e - 127)
+    };
+    (((v.to_bits() >> 28) & 8) | mag) as u8
+}
+
+/// The value of an E2M1 code (low four bits used).
+pub fn e2m1_decode(code: u8) -> f32 {
+    let m = E2M1_VALUES[(code & 7) as usize];
+    if code & 8 != 0 { -m } else { m }
+}
+
+/// 2^(byte - 127) as f32 for an E8M0 byte: byte 0 is the f32 subnormal 2^-127, 0xFF is NaN.
+pub fn e8m0_to_f32(byte: u8) -> f32 {
+    match byte {
+        0 => f32::from_bits(0x0040_0000),
+        E8M0_NAN => f32::NAN,
+        b => f32::from_bits((b as u32) << 23),
+    }
+}
+
+/// The reciprocal of an E8M0 scale the way torchao forms it: the byte 254 - s, read as E8M0.
+/// Exact for every finite scale (2^(127-e)), NaN for the NaN scale.
+pub fn e8m0_reciprocal(byte: u8) -> f32 {
+    e8m0_to_f32(254u8.wrapping_sub(byte))
+}
+
+/// Round a positive f32 in [2^-6, 448] to the nearest E4M3 byte, ties to even. Callers clamp
+/// first (NVFP4 clamps block scales to that range), so there are no subnormals, no overflow.
+pub fn e4m3_from_clamped(v: f32) -> u8 {
+    let bits = v.to_bits();
+    // Drop 20 of the 23 mantissa bits, round half to even; a carry moves into the exponent,
+    // which is what rounding up to the next binade means.
+    let lsb = (bits >> 20) & 1;
+    let rounded = bits + 0x7FFFF + lsb;
+    let exp = ((rounded >> 23) & 0xFF) as i32 - 127 + 7;
+    let mant = (rounded >> 20) & 0x7;
+    ((exp as u32) << 3 | mant) as u8
+}
+
+/// Clamp to [2^-6, 448] and round to E4M3 (the NVFP4 block-scale rule). NaN gives the NaN byte.
+pub fn e4m3_clamp_round(v: f32) -> u8 {
+    if v.is_nan() {
+        return E4M3_NAN;
+    }
+    e4m3_from_clamped(v.clamp(E4M3_MIN_NORMAL, E4M3_MAX))
+}
+
+/// The value of an E4M3 byte (OCP fn: no infinities, NaN at 0x7F/0xFF).
+pub fn e4m3_to_f32(byte: u8) -> f32 {
+    let sign = if byte & 0x80 != 0 { -1.0 } else { 1.0 };
+    let e = ((byte >> 3) & 0xF) as i32;
+    let m = (byte & 7) as f32;
+    if byte & 0x7F == 0x7F {
+        return f32::NAN;
+    }
+    if e == 0 {
+        sign * m * (2.0f32).powi(-9)
+    } else {
+        sign * (1.0 + m / 8.0) * (2.0f32).powi(e - 7)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn e2m1_ties_go_to_even_codes() {
+        let cases = [
+            (0.25, 0),
+            (0.75, 2),
+            (1.25, 2),
+            (1.75, 4),
+            (2.5, 4),
+            (3.5, 6),
+            (5.0, 6),
+            (6.0, 7),
+            (1e30, 7),
+            (f32::INFINITY, 7),
+        ];
+        for (v, code) in cases {
+            assert_eq!(e2m1_encode(v), code, "{v}");
+            assert_eq!(e2m1_encode(-v), code | 8, "-{v}");
+        }
+        assert_eq!(e2m1_encode(-0.0), 8);
+        assert_eq!(e2m1_encode(-0.1), 8);
+        assert_eq!(e2m1_encode(0.0), 0);
+    }
+
+    #[test]
+    fn bit_form_of_the_encoder_equals_the_comparison_form() {
+        // Every f32 from 0 to 16 (all thresholds, the saturation region, subnormals), both signs.
+        for bits in (0u32..0x4180_0000).step_by(3) {
+            let v = f32::from_bits(bits);
+            assert_eq!(e2m1_encode_bits(v), e2m1_encode(v), "{bits:#x}");
+            assert_eq!(e2m1_encode_bits(-v), e2m1_encode(-v), "-{bits:#x}");
+        }
+        let edges = [0.0, 1e-45, 1e-30, 0.1, 1e10, f32::MAX, f32::INFINITY];
+        for v in edges {
+            assert_eq!(e2m1_encode_bits(v), e2m1_encode(v), "{v}");
+            assert_eq!(e2m1_encode_bits(-v), e2m1_encode(-v), "-{v}");
+        }
+    }
+
+    #[test]
+    fn e2m1_encode_inverts_decode() {
+        for code in 0..16u8 {
+            let v = e2m1_decode(code);
+            assert_eq!(e2m1_encode(v), code);
+        }
+    }
+
+    #[test]
+    fn e4m3_round_trips_every_normal_code_and_rounds_half_even() {
+        for byte in 0x08u8..=0x7E {
+            let v = e4m3_to_f32(byte);
+            assert_eq!(e4m3_from_clamped(v), byte, "{byte:#x}");
+            if byte < 0x7E {
+                let next = e4m3_to_f32(byte + 1);
+                let mid = (v + next) / 2.0;
+                let even = if byte % 2 == 0 { byte } else { byte + 1 };
+                assert_eq!(e4m3_from_clamped(mid), even, "tie above {byte:#x}");
+            }
+        }
+        assert_eq!(e4m3_clamp_round(1e9), 0x7E);
+        assert_eq!(e4m3_clamp_round(0.0), 0x08);
+        assert_eq!(e4m3_clamp_round(f32::NAN), E4M3_NAN);
+    }
+
+    #[test]
+    fn e8m0_edges() {
+        assert_eq!(e8m0_to_f32(127), 1.0);
+        assert_eq!(e8m0_to_f32(0), 2f32.powi(-127));
+        assert!(e8m0_to_f32(255).is_nan());
+        assert_eq!(e8m0_reciprocal(130), 0.125);
+        assert_eq!(e8m0_reciprocal(0), 2f32.powi(127));
+        assert!(e8m0_reciprocal(255).is_nan());
+    }
+}

@@ -1,0 +1,244 @@
+//! The CUDA quantization kernels (`kernels/quant/quant.cu`): compiled with NVRTC for the
+//! device at run time, launched here, results byte-identical to the CPU reference.
+
+use super::{Format, NvLevels, Quantized, Spec, check_non_finite, check_shape};
+use crate::codegen::nvrtc::{self, Output};
+use crate::device::cuda::{CudaBackend, DeviceBuffer, KernelArg, PtxModule};
+use anyhow::{Context, Result, bail};
+use cudarc::driver::sys;
+
+/// The kernel source, built into the binary so it runs from any folder.
+pub const SOURCE: &str = include_str!("../../kernels/quant/quant.cu");
+
+/// Threads per CUDA block, as the kernel is written.
+const THREADS: u32 = 256;
+
+/// Groups of 8 elements a thread loads at once from 16-bit inputs (`UNROLL_16BIT` in the
+/// kernel; f32 always uses 4). `FP4PROBE_QUANT_UNROLL16` overrides it, for tuning on new GPUs.
+pub fn unroll_16bit() -> u64 {
+    std::env::var("FP4PROBE_QUANT_UNROLL16")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&n| [1, 2, 4, 8].contains(&n))
+        .unwrap_or(4)
+}
+
+/// Element types the kernels read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InType {
+    F32,
+    Bf16,
+    F16,
+}
+
+impl InType {
+    pub fn size(self) -> usize {
+        match self {
+            InType::F32 => 4,
+            _ => 2,
+        }
+    }
+    /// Groups of 8 elements one thread handles (`In::UNROLL` in the kernel): 128 bytes.
+    fn unroll(self) -> u64 {
+        match self {
+            InType::F32 => 4,
+            _ => unroll_16bit(),
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            InType::F32 => "f32",
+            InType::Bf16 => "bf16",
+            InType::F16 => "f16",
+        }
+    }
+}
+
+/// Compile the kernels for `arch` (`sm_90`, `sm_120a`, ...).
+pub fn compile(arch: &str) -> Result<nvrtc::Compiled> {
+    let options = vec![
+        format!("--gpu-architecture={arch}"),
+        "-std=c++17".to_string(),
+        format!("-DUNROLL_16BIT={}", unroll_16bit()),
+    ];
+    nvrtc::compile(SOURCE, "quant.cu", &options, Output::Cubin)
+}
+
+/// Kernel names: `quant_mxfp4_bf16`, `search_nvfp4_f32`, `finite_amax_f16`.
+pub fn quant_entry(format: Format, input: InType, search: bool) -> String {
+    let op = if search { "search" } else { "quant" };
+    format!("{op}_{}_{}", format.name(), input.name())
+}
+
+/// The loaded module and the device it runs on.
+pub struct QuantKernels<'a> {
+    backend: &'a CudaBackend,
+    module: PtxModule,
+}
+
+/// Device buffers of one quantization: input, packed codes, scales, tensor amax and scale.
+pub struct DeviceQuant {
+    pub input: DeviceBuffer,
+    pub data: DeviceBuffer,
+    pub scale: DeviceBuffer,
+    pub amax: DeviceBuffer,
+    pub tensor_scale: DeviceBuffer,
+    pub elements: usize,
+    pub in_type: InType,
+}
+
+impl DeviceQuant {
+    /// Upload `bytes` (little-endian elements of `in_type`) and allocate the outputs.
+    pub fn upload(
+        backend: &CudaBackend,
+        in_type: InType,
+        bytes: &[u8],
+        block: usize,
+    ) -> Result<Self> {
+        let elements = bytes.len() / in_type.size();
+        Ok(DeviceQuant {
+            input: DeviceBuffer::from_bytes(backend, bytes, "quantizer input")?,
+            data: DeviceBuffer::zeroed(backend, elements / 2, "packed codes")?,
+            scale: DeviceBuffer::zeroed(backend, elements / block, "scales")?,
+            amax: DeviceBuffer::zeroed(backend, 4, "tensor amax")?,
+            tensor_scale: DeviceBuffer::zeroed(backend, 4, "tensor scale")?,
+            elements,
+            in_type,
+        })
+    }
+    /// Bytes a quantization reads and writes (input once, codes, scales, tensor scale).
+    pub fn bytes_moved(&self, spec: &Spec) -> usize {
+        self.elements * self.in_type.size()
+            + self.elements / 2
+            + self.elements / spec.block()
+            + if spec.two_level() { 4 } else { 0 }
+    }
+}
+
+impl<'a> QuantKernels<'a> {
+    /// Compile for this device (`sm_XY`, with `a` on 9.0 and 12.x so every feature is on) and load.
+    pub fn load(backend: &'a CudaBackend) -> Result<Self> {
+        let (major, minor) = backend.compute_capability();
+        let arch = format!("sm_{major}{minor}");
+        let image = compile(&arch)
+            .with_context(|| format!("compiling kernels/quant/quant.cu for {arch}"))?;
+        let module = backend.load_cubin(&image.image)?;
+        Ok(QuantKernels { backend, module })
+    }
+
+    fn function(&self, name: &str) -> Result<sys::CUfunction> {
+        self.module.function(name)
+    }
+
+    /// Enqueue one quantization of `buf` (no wait): for two-level NVFP4 the amax pass first.
+    pub fn enqueue(&self, spec: &Spec, buf: &DeviceQuant) -> Result<()> {
+        if spec.two_level() {
+            self.enqueue_amax(buf)?;
+        }
+        self.enqueue_quant(spec, buf)
+    }
+
+    fn groups(buf: &DeviceQuant) -> Result<u32> {
+        u32::try_from(buf.elements / super::CHUNK).with_context(|| {
+            format!(
+                "{} elements is more than this kernel indexes (2^35)",
+                buf.elements
+            )
+        })
+    }
+
+    /// The two-level NVFP4 tensor amax pass: zero the word, then reduce into it.
+    pub fn enqueue_amax(&self, buf: &DeviceQuant) -> Result<()> {
+        let groups = Self::groups(buf)?;
+        buf.amax.clear_async()?;
+        let f = self.function(&format!("finite_amax_{}", buf.in_type.name()))?;
+        let sms = self.backend.sm_count()? as u64;
+        let per_block = THREADS as u64 * buf.in_type.unroll();
+        let grid = (groups as u64).div_ceil(per_block).clamp(1, sms * 8) as u32;
+        let args = [
+            KernelArg::Ptr(buf.input.ptr()),
+            KernelArg::U32(groups),
+            KernelArg::Ptr(buf.amax.ptr()),
+        ];
+        // SAFETY: finite_amax(const void*, u32, u32*): the input holds `groups` groups of 8
+        // elements, amax one word; the kernel bounds-checks every group.
+        unsafe { self.backend.launch(f, grid, THREADS, &args) }
+    }
+
+    /// The quantization pass alone (two-level NVFP4 reads the amax already in `buf.amax`).
+    pub fn enqueue_quant(&self, spec: &Spec, buf: &DeviceQuant) -> Result<()> {
+        let groups = Self::groups(buf)?;
+        let mode = match spec.format {
+            Format::Mxfp4 => spec.scale_mode.kernel_mode(),
+            Format::Nvfp4 if spec.levels == NvLevels::TwoLevel => 2,
+            Format::Nvfp4 => 1,
+        };
+        let f = self.function(&quant_entry(spec.format, buf.in_type, spec.search))?;
+        let grid = (groups as u64)
+            .div_ceil(THREADS as u64 * buf.in_type.unroll())
+            .max(1);
+        let Ok(grid) = u32::try_from(grid) else {
+            bail!("grid of {grid} blocks is too large")
+        };
+        let args = [
+            KernelArg::Ptr(buf.input.ptr()),
+            KernelArg::U32(groups),
+            KernelArg::Ptr(buf.data.ptr()),
+            KernelArg::Ptr(buf.scale.ptr()),
+            KernelArg::Ptr(buf.amax.ptr()),
+            KernelArg::Ptr(buf.tensor_scale.ptr()),
+            KernelArg::U32(mode),
+        ];
+        // SAFETY: quantize(const void*, u32, u32*, u8*, const u32*, float*, u32): data holds
+        // groups words, scale one byte per block, amax and tensor_scale one word each; the
+        // grid covers `groups` and the kernel bounds-checks the tail.
+        unsafe { self.backend.launch(f, grid, THREADS, &args) }
+    }
+
+    /// Read the results of the last `enqueue` back (waits).
+    pub fn read_back(&self, spec: &Spec, shape: &[usize], buf: &DeviceQuant) -> Result<Quantized> {
+        self.backend.synchronize()?;
+        let tensor_scale = if spec.two_level() {
+            let w = buf.tensor_scale.read_u32(1)?;
+            Some(f32::from_bits(w[0]))
+        } else {
+            None
+        };
+        Ok(Quantized {
+            spec: *spec,
+            shape: shape.to_vec(),
+            data: buf.data.read_bytes(buf.elements / 2)?,
+            scale: buf.scale.read_bytes(buf.elements / spec.block())?,
+            tensor_scale,
+        })
+    }
+
+    /// Quantize a host tensor on the GPU. `x_f32` is the same tensor widened to f32, used only
+    /// for the shape and non-finite checks that the CPU path also makes.
+    pub fn quantize(
+        &self,
+        spec: &Spec,
+        shape: &[usize],
+        in_type: InType,
+        bytes: &[u8],
+        x_f32: &[f32],
+    ) -> Result<Quantized> {
+        check_shape(shape, spec.block())?;
+        check_non_finite(spec, shape, x_f32)?;
+        if bytes.len() != x_f32.len() * in_type.size() {
+            bail!(
+                "input holds {} bytes, expected {} {} elements",
+                bytes.len(),
+                x_f32.len(),
+                in_type.name()
+            );
+        }
+        let buf = DeviceQuant::upload(self.backend, in_type, bytes, spec.block())?;
+        self.enqueue(spec, &buf)?;
+        self.read_back(spec, shape, &buf)
+    }
+
+    pub fn backend(&self) -> &CudaBackend {
+        self.backend
+    }
+}

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Issue #5 on a lent GPU, in two parts (each one device call; no cargo there). Binaries built on
+# the dev machine are carried in .dev/bin: fp4probe and the gpu_quant test binary from
+# `cargo test --release --no-run`. Results go to $OUT.
+#   part 1: GPU tests (kernels = vectors = CPU reference), fp4probe quant-bench, torch selftest
+#           and the torch-vs-fp4probe byte check
+#   part all: both
+#   part 2: the torch bench (eager, torch.compile), merge into reports/sm_90/quant-bench.csv,
+#           compute-sanitizer
+set -uo pipefail
+B=.dev/bin
+OUT=${OUT:-/tmp/fp4probe-out}
+PART=${1:-1}
+mkdir -p "$OUT"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv
+if [ "$PART" = 1 ] || [ "$PART" = all ]; then
+  echo "== GPU tests: kernels against the independent vectors and the CPU reference"
+  FP4PROBE_GPU=1 $B/gpu_quant --test-threads 1 --nocapture 2>&1 | tail -8
+  echo "== fp4probe quant-bench"
+  $B/fp4probe quant-bench --csv "$OUT/fp4probe.csv" --search-csv "$OUT/quant-search.csv" 2>"$OUT/quant-bench.log"; echo "rc=$?"
+  tail -5 "$OUT/quant-bench.log"
+  echo "== torch selftest and byte check against fp4probe"
+  python3 tests/gpu/quant_bench_torch.py selftest 2>&1 | tail -6
+  python3 tests/gpu/quant_bench_torch.py check --fp4probe $B/fp4probe --workdir /tmp/qcheck 2>&1 | tail -25; echo "check rc=$?"
+fi
+if [ "$PART" = 2 ] || [ "$PART" = all ]; then
+  echo "== torch bench"
+  python3 tests/gpu/quant_bench_torch.py bench --csv "$OUT/torch.csv" 2>&1 | tail -5
+  echo "== compute-sanitizer on the kernels (memcheck, racecheck)"
+  python3 -c "
+import numpy as np
+np.save('/tmp/san.npy', np.random.default_rng(3).standard_normal((333, 160)).astype(np.float32))"
+  for fmt in "mxfp4 --search" "nvfp4 --search" "nvfp4 --nvfp4-levels 1"; do
+    for tool in memcheck racecheck; do
+      compute-sanitizer --tool $tool --error-exitcode 9 $B/fp4probe quantize --format $fmt --backend cuda --check-cpu \
+        --input /tmp/san.npy --output /tmp/san.safetensors 2>&1 | grep -E "ERROR SUMMARY|RACECHECK SUMMARY|error|check:" | head -3
+      echo "$tool $fmt rc=${PIPESTATUS[0]}"
+    done
+  done
+fi

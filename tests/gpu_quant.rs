@@ -1,0 +1,183 @@
+//! Opt-in hardware test of the quantization kernels: run only with `FP4PROBE_GPU=1` (a GPU and
+//! libnvrtc). The CUDA kernels must equal, byte for byte:
+//! - the independent vectors of `tests/vectors/quant/` (every case, each in its own input type);
+//! - the CPU reference on random tensors of awkward sizes (tails that leave warps and thread
+//!   blocks partly empty), every MXFP4 mode and both NVFP4 forms, with and without the search,
+//!   from f32, bf16 and f16 inputs, including NaN/Inf blocks and tiny and huge magnitudes.
+
+use fp4probe::device::cuda::CudaBackend;
+use fp4probe::quant::cuda::{InType, QuantKernels};
+use fp4probe::quant::{self, NvLevels, Quantized, ScaleMode, Spec};
+use fp4probe::tensorio::{self, DType};
+use std::path::Path;
+
+fn gpu_or_skip(test: &str) -> bool {
+    let on = std::env::var("FP4PROBE_GPU").as_deref() == Ok("1");
+    if !on {
+        eprintln!("{test}: skipped (set FP4PROBE_GPU=1 to run the GPU tests)");
+    }
+    on
+}
+
+fn same(name: &str, gpu: &Quantized, cpu: &Quantized) {
+    assert_eq!(gpu.scale, cpu.scale, "{name}: scales");
+    if let Some(i) = gpu.data.iter().zip(&cpu.data).position(|(a, b)| a != b) {
+        panic!(
+            "{name}: data byte {i}: GPU {:#04x}, CPU {:#04x}",
+            gpu.data[i], cpu.data[i]
+        );
+    }
+    assert_eq!(
+        gpu.tensor_scale.map(f32::to_bits),
+        cpu.tensor_scale.map(f32::to_bits),
+        "{name}: tensor scale"
+    );
+}
+
+#[test]
+fn kernels_equal_the_independent_vectors() {
+    if !gpu_or_skip("kernels_equal_the_independent_vectors") {
+        return;
+    }
+    let backend = CudaBackend::open().expect("FP4PROBE_GPU=1 but no CUDA device");
+    let k = QuantKernels::load(&backend).unwrap_or_else(|e| panic!("{e:#}"));
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/vectors/quant");
+    let mut n = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "safetensors") {
+            continue;
+        }
+        let st = tensorio::read_safetensors(&path).unwrap();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let spec = match (
+            st.metadata["format"].as_str(),
+            st.metadata["scale_mode"].as_str(),
+        ) {
+            ("nvfp4", "two_level") => Spec::nvfp4(NvLevels::TwoLevel),
+            ("nvfp4", _) => Spec::nvfp4(NvLevels::OneLevel),
+            (_, m) => Spec::mxfp4(<ScaleMode as clap::ValueEnum>::from_str(m, true).unwrap()),
+        };
+        let x = st.get("x").unwrap();
+        let in_type = match x.dtype {
+            DType::F32 => InType::F32,
+            DType::BF16 => InType::Bf16,
+            DType::F16 => InType::F16,
+            d => panic!("{name}: input {d:?}"),
+        };
+        let xf = x.to_f32_vec().unwrap();
+        let q = k
+            .quantize(&spec, &x.shape, in_type, &x.bytes, &xf)
+            .unwrap_or_else(|e| panic!("{name}: {e:#}"));
+        let want = Quantized {
+            spec,
+            shape: x.shape.clone(),
+            data: st.get("data").unwrap().as_u8().unwrap().to_vec(),
+            scale: st.get("scale").unwrap().as_u8().unwrap().to_vec(),
+            tensor_scale: st.get("tensor_scale").map(|t| t.to_f32_vec().unwrap()[0]),
+        };
+        same(&name, &q, &want);
+        n += 1;
+    }
+    eprintln!("{n} vector files: GPU equals the vectors byte for byte");
+    assert!(n >= 40);
+}
+
+/// xorshift values spanning many binades, with NaN/Inf sprinkled into some blocks.
+fn awkward(n: usize, seed: u64, non_finite: bool) -> Vec<f32> {
+    let mut s = seed | 1;
+    let mut next = move || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        s
+    };
+    (0..n)
+        .map(|i| {
+            let r = next();
+            let mant = 1.0 + (r >> 40) as f32 / (1u64 << 24) as f32;
+            // Row-wise exponent, so blocks see both tiny (subnormal) and huge magnitudes.
+            let e = ((i / 64) as u64 * 37 % 60) as i32 - 30;
+            let sign = if r & 1 == 1 { -1.0 } else { 1.0 };
+            let v = sign * mant * 2f32.powi(e * 4) * if r % 7 == 0 { 0.1 } else { 1.0 };
+            match (non_finite, r % 997) {
+                (true, 0) => f32::NAN,
+                (true, 1) => f32::INFINITY,
+                _ => v,
+            }
+        })
+        .collect()
+}
+
+fn bytes_of(x: &[f32], t: InType) -> (Vec<u8>, Vec<f32>) {
+    match t {
+        InType::F32 => (x.iter().flat_map(|v| v.to_le_bytes()).collect(), x.to_vec()),
+        InType::Bf16 => {
+            // Truncate to bf16 (any rounding will do: the widened values are what both see).
+            let bits: Vec<u16> = x.iter().map(|v| (v.to_bits() >> 16) as u16).collect();
+            (
+                bits.iter().flat_map(|b| b.to_le_bytes()).collect(),
+                bits.iter()
+                    .map(|&b| f32::from_bits((b as u32) << 16))
+                    .collect(),
+            )
+        }
+        InType::F16 => {
+            let bits: Vec<u16> = x
+                .iter()
+                .map(|&v| fp4probe::formats::f64_to_f16_bits(v as f64))
+                .collect();
+            let wide = bits.iter().map(|&b| tensorio::f16_bits_to_f32(b)).collect();
+            (bits.iter().flat_map(|b| b.to_le_bytes()).collect(), wide)
+        }
+    }
+}
+
+#[test]
+fn kernels_equal_the_cpu_reference_on_awkward_tensors() {
+    if !gpu_or_skip("kernels_equal_the_cpu_reference_on_awkward_tensors") {
+        return;
+    }
+    let backend = CudaBackend::open().expect("FP4PROBE_GPU=1 but no CUDA device");
+    let k = QuantKernels::load(&backend).unwrap_or_else(|e| panic!("{e:#}"));
+    let mut specs = vec![
+        Spec::mxfp4(ScaleMode::Floor),
+        Spec::mxfp4(ScaleMode::Ceil),
+        Spec::mxfp4(ScaleMode::Even),
+        Spec::mxfp4(ScaleMode::Rceil),
+        Spec::nvfp4(NvLevels::TwoLevel),
+        Spec::nvfp4(NvLevels::OneLevel),
+    ];
+    for i in 0..specs.len() {
+        let mut s = specs[i];
+        s.search = true;
+        specs.push(s);
+    }
+    // Rows × cols: one block; a warp and a bit; not a multiple of the 256-thread CUDA block;
+    // a large one (several waves).
+    let shapes = [[1usize, 32], [3, 96], [37, 160], [1000, 1056], [2048, 4096]];
+    let mut cases = 0;
+    for (si, shape) in shapes.iter().enumerate() {
+        for in_type in [InType::F32, InType::Bf16, InType::F16] {
+            for non_finite in [false, true] {
+                let x = awkward(shape[0] * shape[1], 7 + si as u64 * 13, non_finite);
+                let (bytes, xf) = bytes_of(&x, in_type);
+                for spec in &specs {
+                    let name = format!(
+                        "{} {} {:?} non-finite {non_finite}",
+                        spec.describe(),
+                        in_type.name(),
+                        shape
+                    );
+                    let gpu = k
+                        .quantize(spec, shape, in_type, &bytes, &xf)
+                        .unwrap_or_else(|e| panic!("{name}: {e:#}"));
+                    let (cpu, _) = quant::quantize(spec, shape, &xf).unwrap();
+                    same(&name, &gpu, &cpu);
+                    cases += 1;
+                }
+            }
+        }
+    }
+    eprintln!("{cases} cases: GPU equals the CPU reference byte for byte");
+}

@@ -1,0 +1,269 @@
+//! `fp4probe quantize` / `dequantize` driven as a user would, on the CPU backend: files in,
+//! files out, the independent vectors reproduced through the command line, and clear errors
+//! that leave existing outputs alone.
+
+use fp4probe::tensorio::{self, DType, Tensor};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn fp4probe(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_fp4probe"))
+        .args(args)
+        .output()
+        .expect("binary runs")
+}
+
+fn tmpdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("fp4probe-qcli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// A vector case's input, saved as .npy (f32) or .safetensors (bf16/f16), through the CLI, must
+/// give the vector's bytes; dequantize must give its values.
+#[test]
+fn the_command_line_reproduces_independent_vectors() {
+    let dir = tmpdir("vectors");
+    let vectors = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/vectors/quant");
+    let cases: [(&str, &[&str]); 4] = [
+        (
+            "mxfp4_rceil_f32_ties",
+            &["--format", "mxfp4", "--scale-mode", "rceil"],
+        ),
+        ("nvfp4_two_level_f32_random", &["--format", "nvfp4"]),
+        (
+            "nvfp4_one_level_bf16_random_3x5x64",
+            &["--format", "nvfp4", "--nvfp4-levels", "1"],
+        ),
+        (
+            "mxfp4_even_f16_random_7x32",
+            &["--format", "mxfp4", "--scale-mode", "even"],
+        ),
+    ];
+    for (case, flags) in cases {
+        let st = tensorio::read_safetensors(&vectors.join(format!("{case}.safetensors"))).unwrap();
+        let x = st.get("x").unwrap();
+        let input = if x.dtype == DType::F32 {
+            let p = dir.join(format!("{case}.npy"));
+            tensorio::write_npy(&p, x).unwrap();
+            p
+        } else {
+            let p = dir.join(format!("{case}.in.safetensors"));
+            tensorio::write_safetensors(&p, &[("x", x)], &BTreeMap::new()).unwrap();
+            p
+        };
+        let out = dir.join(format!("{case}.q.safetensors"));
+        let mut args = vec![
+            "quantize",
+            "--backend",
+            "cpu",
+            "--byte-container",
+            "--input",
+            s(&input),
+            "--output",
+            s(&out),
+        ];
+        args.extend_from_slice(flags);
+        let o = fp4probe(&args);
+        assert!(o.status.success(), "{case}: {}", text(&o));
+        let q = tensorio::read_safetensors(&out).unwrap();
+        for name in ["data", "scale", "data_byte"] {
+            assert_eq!(
+                q.get(name).unwrap().bytes,
+                st.get(name).unwrap().bytes,
+                "{case}: {name}"
+            );
+        }
+        assert_eq!(
+            q.get("data").unwrap().shape.last(),
+            Some(&(x.shape.last().unwrap() / 2)),
+            "{case}: data shape"
+        );
+        assert_eq!(
+            q.get("tensor_scale").map(|t| t.bytes.clone()),
+            st.get("tensor_scale").map(|t| t.bytes.clone()),
+            "{case}"
+        );
+        assert_eq!(q.metadata.get("backend").map(String::as_str), Some("cpu"));
+
+        let back = dir.join(format!("{case}.deq.npy"));
+        let o = fp4probe(&["dequantize", "--input", s(&out), "--output", s(&back)]);
+        assert!(o.status.success(), "{case}: {}", text(&o));
+        let got = tensorio::read_npy(&back).unwrap().to_f32_vec().unwrap();
+        let want = st.get("dequant").unwrap().to_f32_vec().unwrap();
+        assert!(
+            got.iter()
+                .zip(&want)
+                .all(|(g, w)| g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan())),
+            "{case}: dequant"
+        );
+    }
+}
+
+#[test]
+fn search_reports_its_error_reduction() {
+    let dir = tmpdir("search");
+    let x: Vec<f32> = (0..64 * 64)
+        .map(|i| ((i * 7919 % 1000) as f32 / 250.0 - 2.0).powi(3))
+        .collect();
+    let input = dir.join("x.npy");
+    tensorio::write_npy(&input, &Tensor::from_f32(vec![64, 64], &x)).unwrap();
+    let out = dir.join("q.safetensors");
+    let o = fp4probe(&[
+        "quantize",
+        "--format",
+        "nvfp4",
+        "--search",
+        "--backend",
+        "cpu",
+        "--input",
+        s(&input),
+        "--output",
+        s(&out),
+    ]);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(
+        t.contains("search: squared error") && t.contains("% lower"),
+        "{t}"
+    );
+    assert_eq!(
+        tensorio::read_safetensors(&out)
+            .unwrap()
+            .metadata
+            .get("search")
+            .map(String::as_str),
+        Some("true")
+    );
+}
+
+#[test]
+fn bad_inputs_get_clear_errors_and_leave_the_output_alone() {
+    let dir = tmpdir("errors");
+    let out = dir.join("q.safetensors");
+    std::fs::write(&out, b"precious").unwrap();
+    let save = |name: &str, t: Tensor| {
+        let p = dir.join(name);
+        tensorio::write_npy(&p, &t).unwrap();
+        p
+    };
+    let u8_in = save("u8.npy", Tensor::from_u8(vec![2, 32], vec![0; 64]));
+    let odd = save("odd.npy", Tensor::from_f32(vec![2, 48], &[1.0; 96]));
+    let mut nan = vec![1.0f32; 64];
+    nan[40] = f32::NAN;
+    let nan_in = save("nan.npy", Tensor::from_f32(vec![2, 32], &nan));
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &["--format", "mxfp4", "--input", s(&u8_in)],
+            "dtype U8 cannot be quantized",
+        ),
+        (
+            &["--format", "mxfp4", "--input", s(&odd)],
+            "not a multiple of the block size 32; pad it to 64",
+        ),
+        (
+            &[
+                "--format",
+                "nvfp4",
+                "--non-finite",
+                "error",
+                "--input",
+                s(&nan_in),
+            ],
+            "element [1, 8] is NaN",
+        ),
+        (
+            &["--format", "mxfp4", "--input", "/nonexistent/x.npy"],
+            "/nonexistent/x.npy",
+        ),
+    ];
+    for (flags, want) in cases {
+        let mut args = vec!["quantize", "--backend", "cpu", "--output", s(&out)];
+        args.extend_from_slice(flags);
+        let o = fp4probe(&args);
+        assert!(!o.status.success(), "{flags:?} succeeded");
+        assert!(text(&o).contains(want), "{flags:?}: {}", text(&o));
+        assert_eq!(
+            std::fs::read(&out).unwrap(),
+            b"precious",
+            "{flags:?} touched the output"
+        );
+    }
+    // A file that is not a quantized tensor.
+    let not_q = dir.join("plain.safetensors");
+    tensorio::write_safetensors(
+        &not_q,
+        &[("x", &Tensor::from_f32(vec![2], &[1.0, 2.0]))],
+        &BTreeMap::new(),
+    )
+    .unwrap();
+    let o = fp4probe(&[
+        "dequantize",
+        "--input",
+        s(&not_q),
+        "--output",
+        s(&dir.join("y.npy")),
+    ]);
+    assert!(
+        !o.status.success() && text(&o).contains("no tensor 'data'"),
+        "{}",
+        text(&o)
+    );
+}
+
+/// Without a GPU, `--backend auto` says loudly that it uses the CPU; `--backend cuda` fails.
+#[test]
+fn auto_falls_back_loudly_and_cuda_refuses_without_a_driver() {
+    // SAFETY: only probes whether libcuda can be loaded.
+    if unsafe { cudarc::driver::sys::is_culib_present() } {
+        return;
+    }
+    let dir = tmpdir("auto");
+    let input = dir.join("x.npy");
+    tensorio::write_npy(&input, &Tensor::from_f32(vec![1, 32], &[0.5; 32])).unwrap();
+    let out = dir.join("q.safetensors");
+    let o = fp4probe(&[
+        "quantize",
+        "--format",
+        "mxfp4",
+        "--input",
+        s(&input),
+        "--output",
+        s(&out),
+    ]);
+    assert!(
+        o.status.success() && text(&o).contains("NO CUDA DEVICE"),
+        "{}",
+        text(&o)
+    );
+    let o = fp4probe(&[
+        "quantize",
+        "--format",
+        "mxfp4",
+        "--backend",
+        "cuda",
+        "--input",
+        s(&input),
+        "--output",
+        s(&out),
+    ]);
+    assert!(
+        !o.status.success() && text(&o).contains("libcuda"),
+        "{}",
+        text(&o)
+    );
+}

@@ -1,0 +1,96 @@
+//! The quantization kernels compile with NVRTC for sm_90 and sm_120a, and their SASS has the
+//! shape the design promises: 16-byte loads, no per-element division. Without libnvrtc (and
+//! without CI set) the tests print a note and pass; on CI NVRTC is required.
+
+use fp4probe::codegen::nvrtc;
+use fp4probe::quant::Format;
+use fp4probe::quant::cuda::{InType, compile, quant_entry, unroll_16bit};
+use fp4probe::tools;
+
+fn nvrtc_or_skip(test: &str) -> bool {
+    match nvrtc::load() {
+        Ok(_) => true,
+        Err(e) if std::env::var_os("CI").is_some() => {
+            panic!(
+                "{test}: CI is set but NVRTC cannot be loaded (run .ci/install-cuda-tools): {e:#}"
+            )
+        }
+        Err(e) => {
+            eprintln!("{test}: skipped: {e:#}");
+            false
+        }
+    }
+}
+
+/// The SASS of one function of a cuobjdump listing: the lines after its `Function :` header.
+fn function_sass<'a>(listing: &'a str, name: &str) -> Vec<&'a str> {
+    let mut lines = listing
+        .lines()
+        .skip_while(|l| !(l.contains("Function : ") && l.trim_end().ends_with(name)));
+    let _header = lines.next();
+    lines
+        .take_while(|l| !l.contains("Function : "))
+        .filter(|l| l.contains("/*") && l.contains(';'))
+        .collect()
+}
+
+fn count(lines: &[&str], opcode: &str) -> usize {
+    lines
+        .iter()
+        .filter(|l| l.split_whitespace().any(|w| w.starts_with(opcode)))
+        .count()
+}
+
+#[test]
+fn kernels_compile_for_sm90_and_sm120a_with_wide_loads_and_no_per_element_division() {
+    if !nvrtc_or_skip("quant kernels") {
+        return;
+    }
+    for arch in ["sm_90", "sm_120a"] {
+        let cubin = compile(arch).unwrap_or_else(|e| panic!("{arch}: {e:#}"));
+        let Ok(listing) = tools::sass(&cubin.image) else {
+            eprintln!("{arch}: cuobjdump not found; compiled only");
+            continue;
+        };
+        if std::env::var_os("FP4PROBE_DUMP_SASS").is_some() {
+            std::fs::write(format!("target/quant-{arch}.sass"), &listing).unwrap();
+        }
+        for format in [Format::Mxfp4, Format::Nvfp4] {
+            for input in [InType::F32, InType::Bf16, InType::F16] {
+                let name = quant_entry(format, input, false);
+                let f = function_sass(&listing, &name);
+                assert!(!f.is_empty(), "{arch}: {name} missing from the cubin");
+                // 4 groups of f32 a thread (two 16-byte loads each), unroll_16bit() of 16-bit.
+                let wide = f
+                    .iter()
+                    .filter(|l| l.contains("LDG.") && l.contains(".128"))
+                    .count();
+                let want = if input == InType::F32 {
+                    8
+                } else {
+                    unroll_16bit() as usize
+                };
+                assert_eq!(wide, want, "{arch} {name}: 16-byte loads\n{}", f.join("\n"));
+                // 32 or 64 elements per thread: an inlined per-element division would show at
+                // least 32 reciprocals; what is allowed is the per-block reciprocal (one a
+                // group) and the out-of-line IEEE fallbacks' bodies.
+                let rcp = count(&f, "MUFU.RCP");
+                let elements = 128 / input.size();
+                assert!(
+                    rcp < elements,
+                    "{arch} {name}: {rcp} MUFU.RCP for {elements} elements"
+                );
+                // Nothing spills to local memory (a pointer to the loaded values would).
+                let local = f
+                    .iter()
+                    .filter(|l| l.contains("STL") || l.contains("LDL"))
+                    .count();
+                assert_eq!(local, 0, "{arch} {name}: local memory traffic");
+                eprintln!(
+                    "{arch} {name}: {} instructions, {wide} LDG.128, {rcp} MUFU.RCP",
+                    f.len()
+                );
+            }
+        }
+    }
+}
