@@ -291,31 +291,38 @@ __device__ __forceinline__ void quantize(const void* x, u32 groups, u32* data, u
         for (int o = 1; o < TPB; o <<= 1) amax = max(amax, __shfl_xor_sync(0xffffffffu, amax, o));
         u32 byte = FMT == MX ? mx_scale(mode, amax) : nv_scale(amax, two_level, t, rt);
         const u32 nan_byte = FMT == MX ? E8M0_NAN : E4M3_NAN;
-        u32 word = 0;
-        if (byte != nan_byte) {
-            BlockScale s = block_scale<FMT>(byte, two_level, t);
-            word = encode8<FMT>(v[u], s);
-            if (SEARCH) {
-                // Windowed search (mod.rs: search_candidates): MX tries e+1; NV tries the E4M3
-                // bytes within ±5, nearest first; a candidate wins only if strictly better.
-                float best = block_sse<TPB>(v[u], word, s.value);
-                const int steps = FMT == MX ? 1 : 10;
-                const u32 naive = byte;
-                for (int k = 1; k <= steps; k++) {
-                    int off = FMT == MX ? 1 : ((k + 1) / 2) * ((k & 1) ? -1 : 1);
-                    int cand = (int)naive + off;
-                    bool ok = FMT == MX ? (naive < 254u) : (cand >= 0x08 && cand <= 0x7e);
-                    if (!ok) continue;  // uniform across the block's lanes
-                    BlockScale cs = block_scale<FMT>((u32)cand, two_level, t);
-                    u32 w = encode8<FMT>(v[u], cs);
-                    float e = block_sse<TPB>(v[u], w, cs.value);
-                    if (e < best) {
-                        best = e;
-                        byte = (u32)cand;
-                        word = w;
-                    }
+        // Every lane runs the same instructions from here on: block_sse shuffles across the
+        // warp with a full mask, so no lane may branch around it. A NaN block is encoded with
+        // a stand-in scale (scale 1) and its results are replaced at the end.
+        const bool nan_block = byte == nan_byte;
+        const u32 naive = nan_block ? (FMT == MX ? 127u : 0x38u) : byte;
+        BlockScale s = block_scale<FMT>(naive, two_level, t);
+        u32 word = encode8<FMT>(v[u], s);
+        if (SEARCH) {
+            // Windowed search (mod.rs: search_candidates): MX tries e+1; NV tries the E4M3
+            // bytes within ±5, nearest first; a candidate wins only if strictly better. A
+            // candidate outside the scale range is evaluated as the naive scale (never better),
+            // so the loop stays uniform.
+            float best = block_sse<TPB>(v[u], word, s.value);
+            const int steps = FMT == MX ? 1 : 10;
+            for (int k = 1; k <= steps; k++) {
+                int off = FMT == MX ? 1 : ((k + 1) / 2) * ((k & 1) ? -1 : 1);
+                int cand = (int)naive + off;
+                bool ok = FMT == MX ? (naive < 254u) : (cand >= 0x08 && cand <= 0x7e);
+                u32 c = ok ? (u32)cand : naive;
+                BlockScale cs = block_scale<FMT>(c, two_level, t);
+                u32 w = encode8<FMT>(v[u], cs);
+                float e = block_sse<TPB>(v[u], w, cs.value);
+                if (ok && e < best) {
+                    best = e;
+                    byte = c;
+                    word = w;
                 }
             }
+        }
+        if (nan_block) {
+            byte = nan_byte;
+            word = 0;
         }
         if (g < groups) {
             data[g] = word;

@@ -829,6 +829,10 @@ def run_merge(args):
     rows = []
     for p in args.csv:
         rows += read_bench_csv(p)
+    # fp4probe names input types after its kernels (f32, f16); torch rows say fp32, fp16.
+    aliases = {"f32": "fp32", "f16": "fp16"}
+    for r in rows:
+        r["input_dtype"] = aliases.get(r["input_dtype"], r["input_dtype"])
     if args.out:
         os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
         with open(args.out, "w", newline="") as fh:

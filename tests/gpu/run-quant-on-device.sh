@@ -26,12 +26,18 @@ fi
 if [ "$PART" = 2 ] || [ "$PART" = all ]; then
   echo "== torch bench"
   python3 tests/gpu/quant_bench_torch.py bench --csv "$OUT/torch.csv" 2>&1 | tail -5
-  echo "== compute-sanitizer on the kernels (memcheck, racecheck)"
+  if [ -f "$OUT/fp4probe.csv" ]; then
+    python3 tests/gpu/quant_bench_torch.py merge --csv "$OUT/torch.csv" --csv "$OUT/fp4probe.csv" \
+      --out "$OUT/quant-bench.csv" --markdown "$OUT/quant-bench.md" && cat "$OUT/quant-bench.md"
+  fi
+  echo "== compute-sanitizer on the kernels (memcheck, racecheck, synccheck)"
   python3 -c "
 import numpy as np
-np.save('/tmp/san.npy', np.random.default_rng(3).standard_normal((333, 160)).astype(np.float32))"
+x = np.random.default_rng(3).standard_normal((333, 160)).astype(np.float32)
+x[5, 7] = np.nan; x[40, 100] = np.inf; x[200] *= 1e-3   # NaN blocks and blocks at the scale clamp
+np.save('/tmp/san.npy', x)"
   for fmt in "mxfp4 --search" "nvfp4 --search" "nvfp4 --nvfp4-levels 1"; do
-    for tool in memcheck racecheck; do
+    for tool in memcheck racecheck synccheck; do
       compute-sanitizer --tool $tool --error-exitcode 9 $B/fp4probe quantize --format $fmt --backend cuda --check-cpu \
         --input /tmp/san.npy --output /tmp/san.safetensors 2>&1 | grep -E "ERROR SUMMARY|RACECHECK SUMMARY|error|check:" | head -3
       echo "$tool $fmt rc=${PIPESTATUS[0]}"
