@@ -4,6 +4,7 @@
 //! Data flows one way: `isa` (catalog) → `probe` (experiments) → `device` (hardware or
 //! emulator) → observations → `probe::infer` → `layout::LaneMap` → reports, tables, viewer.
 
+pub mod attention;
 pub mod cli;
 pub mod codegen;
 pub mod device;

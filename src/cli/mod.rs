@@ -1,5 +1,6 @@
 //! The `fp4probe` command line: one module per subcommand.
 
+mod attention;
 mod bench;
 mod catalog;
 mod codegen;
@@ -50,7 +51,8 @@ const EXAMPLES: &str = "Examples:
   fp4probe show reports/sm_90/m16n8k32.f32.e4m3.e4m3.f32.json
   fp4probe quantize --format mxfp4 --input w.npy --output w.mxfp4.safetensors
   fp4probe dequantize --input w.mxfp4.safetensors --output w.npy
-  fp4probe quant-bench --csv reports/sm_90/quant-bench-fp4probe.csv   (GPU only)";
+  fp4probe quant-bench --csv reports/sm_90/quant-bench-fp4probe.csv   (GPU only)
+  fp4probe attention --suite                         fused FP4 attention against the CPU references (GPU only)";
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
@@ -89,6 +91,9 @@ pub enum Command {
     /// Throughput of the quantization kernels against the device copy bandwidth (GPU only),
     /// each output checked against the CPU reference; and the optimal-scale search's gain.
     QuantBench(quant_bench::Args),
+    /// Fused FP4 attention (MXFP4 Q, K, V; P requantized): validate against the CPU references
+    /// (--suite) or benchmark (--bench). CUDA only.
+    Attention(attention::Args),
     /// Print a lane map file: provenance, validation, closed forms, the map as a table.
     Show(show::Args),
 }
@@ -105,6 +110,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Sass(a) => sass::run(a),
         Command::Scale(a) => scale::run(a),
         Command::Show(a) => show::run(a),
+        Command::Attention(a) => attention::run(a),
         Command::Quantize(a) => quantize::run_quantize(a),
         Command::Dequantize(a) => quantize::run_dequantize(a),
         Command::QuantBench(a) => quant_bench::run(a),

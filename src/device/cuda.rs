@@ -867,6 +867,21 @@ impl CudaBackend {
         block: u32,
         args: &[KernelArg],
     ) -> Result<()> {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.launch_2d(f, (grid, 1), block, args) }
+    }
+
+    /// `launch` on a two-dimensional grid (`grid.0`, `grid.1`, 1).
+    ///
+    /// # Safety
+    /// As for `launch`.
+    pub unsafe fn launch_2d(
+        &self,
+        f: sys::CUfunction,
+        grid: (u32, u32),
+        block: u32,
+        args: &[KernelArg],
+    ) -> Result<()> {
         drv(self.ctx.bind_to_thread(), "binding the CUDA context")?;
         // Each parameter's value lives in its own slot of the right width; the slots are sized
         // up front, so the pointers into them stay valid.
@@ -899,8 +914,8 @@ impl CudaBackend {
             unsafe {
                 sys::cuLaunchKernel(
                     f,
-                    grid,
-                    1,
+                    grid.0,
+                    grid.1,
                     1,
                     block,
                     1,
@@ -911,7 +926,7 @@ impl CudaBackend {
                     std::ptr::null_mut(),
                 )
             },
-            &format!("cuLaunchKernel(grid {grid}, block {block})"),
+            &format!("cuLaunchKernel(grid {grid:?}, block {block})"),
         )
     }
 

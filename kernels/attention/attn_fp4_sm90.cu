@@ -1,0 +1,392 @@
+// Fused FP4 attention forward for sm_90 (and later): O = softmax(Q·Kᵀ/√d)·V with Q, K, V in
+// MXFP4 (E2M1 codes + E8M0 scales, as `fp4probe quantize` writes them), the score matrix kept
+// in registers, both products on tensor cores (mma.sync m16n8k16 bf16 → f32).
+//
+// Exactness: an E2M1 code times its E8M0 scale is exactly a bf16 (two significant bits, the
+// exponent range of f32), so decoding FP4 to bf16 in registers loses nothing and the bf16 MMA
+// forms exact products; block-scale semantics are preserved. P is requantized to MXFP4 (RCEIL,
+// blocks of 32 keys) relative to an integer running row maximum, so every rescaling factor is
+// a power of two and the tiled online softmax equals the two-pass scheme of
+// src/attention (reference_quantized); l is the sum of the dequantized P.
+//
+// Operand placement: every fragment coordinate comes from the generated tables' closed forms
+// (kernels/generated/m16n8k16.f32.bf16.bf16.f32.cuh: a_/b_/d_row_formula, ..._col_formula);
+// the kernel writes no lane formula of its own. What it relies on beyond them (that a D
+// fragment row is shared by lanes lane^1, lane^2, and that two D tiles side by side are one A
+// fragment) is checked against those closed forms by static_assert below.
+//
+// Inputs (row-major, bh = batch·heads + head):
+//   q_data [bh][Sq][D/2], q_scale [bh][Sq][D/32]   MXFP4 along D (even index: low nibble)
+//   k_data [bh][Sk][D/2], k_scale [bh][Sk][D/32]
+//   v_data [bh][D][Skp/2], v_scale [bh][D][Skp/32] MXFP4 of Vᵀ along the keys, Skp = Sk
+//                                                   rounded up to 32 (zero padding)
+//   out    [bh][Sq][D] f32
+// Launch: grid (ceil(Sq/64), B·H), 128 threads (4 warps × 16 query rows), tiles of 64 keys.
+
+#include "generated/m16n8k16.f32.bf16.bf16.f32.cuh"
+
+namespace attn {
+
+namespace L = ::fp4probe::m16n8k16_f32_bf16_bf16_f32;
+typedef unsigned int u32;
+typedef unsigned char u8;
+typedef unsigned long long u64;
+
+constexpr int WARPS = 4;
+constexpr int BR = 16 * WARPS;  // query rows per CTA
+constexpr int BC = 64;          // keys per tile
+constexpr int NT = BC / L::kN;  // n8 tiles of S per key tile
+#define NEG_INF __int_as_float(0xff800000u)
+
+// ---- what the kernel assumes of the layout, checked against the generated closed forms ----
+
+// The lanes holding one row of a D tile are lane, lane^1, lane^2, lane^3 (row reductions are
+// two xor shuffles) and together they hold all kN columns.
+FP4PROBE_HD constexpr bool d_rows_shared_by_xor_1_2() {
+    for (int lane = 0; lane < 32; ++lane)
+        for (int reg = 0; reg < L::kD_regs; ++reg) {
+            const int row = L::d_row_formula(lane, reg, 0);
+            for (int x = 1; x < 4; ++x)
+                if (L::d_row_formula(lane ^ x, reg, 0) != row) return false;
+        }
+    for (int lane = 0; lane < 32; lane += 4)
+        for (int half = 0; half < 2; ++half) {
+            int seen = 0;
+            for (int x = 0; x < 4; ++x)
+                for (int reg = 0; reg < L::kD_regs; ++reg)
+                    if (L::d_row_formula(lane + x, reg, 0) / 8 == half)
+                        seen |= 1 << L::d_col_formula(lane + x, reg, 0);
+            if (seen != (1 << L::kN) - 1) return false;
+        }
+    return true;
+}
+static_assert(d_rows_shared_by_xor_1_2(), "D rows are not shared by lane^1, lane^2");
+
+// Which of the two rows a lane holds (g or g+8) a D register belongs to: the same for every
+// lane, so per-row state is indexed by a compile-time constant (no local memory).
+FP4PROBE_HD constexpr int d_half(int reg) { return L::d_row_formula(0, reg, 0) / 8; }
+FP4PROBE_HD constexpr bool d_half_is_lane_independent() {
+    for (int lane = 0; lane < 32; ++lane)
+        for (int reg = 0; reg < L::kD_regs; ++reg)
+            if (L::d_row_formula(lane, reg, 0) / 8 != d_half(reg) || L::d_row_formula(lane, reg, 0) % 8 != L::d_row_formula(lane, 0, 0))
+                return false;
+    return true;
+}
+static_assert(d_half_is_lane_independent(), "D register halves differ between lanes");
+
+// The D register of tile (k / kN) that holds A element (reg, elem) of the same lane, when two
+// D tiles side by side (columns 0..7, 8..15) are read as one A fragment (16 x 16); -1 if none.
+FP4PROBE_HD constexpr int d_reg_for_a(int lane, int reg, int elem) {
+    const int m = L::a_row_formula(lane, reg, elem), k = L::a_col_formula(lane, reg, elem);
+    for (int dreg = 0; dreg < L::kD_regs; ++dreg)
+        if (L::d_row_formula(lane, dreg, 0) == m && L::d_col_formula(lane, dreg, 0) == k % L::kN) return dreg;
+    return -1;
+}
+FP4PROBE_HD constexpr int d_tile_for_a(int lane, int reg, int elem) { return L::a_col_formula(lane, reg, elem) / L::kN; }
+FP4PROBE_HD constexpr bool d_tiles_form_a() {
+    for (int lane = 0; lane < 32; ++lane)
+        for (int reg = 0; reg < L::kA_regs; ++reg)
+            for (int e = 0; e < L::kA_elems_per_reg; ++e)
+                if (d_reg_for_a(lane, reg, e) != d_reg_for_a(0, reg, e) || d_reg_for_a(lane, reg, e) < 0 ||
+                    d_tile_for_a(lane, reg, e) != d_tile_for_a(0, reg, e))
+                    return false;
+    return true;
+}
+static_assert(d_tiles_form_a(), "two D tiles are not one A fragment lane by lane");
+
+// A and B registers hold two elements that are neighbours along k, the even one first: one
+// FP4 byte (low nibble first) decodes to one register.
+FP4PROBE_HD constexpr bool k_pairs_are_bytes() {
+    for (int lane = 0; lane < 32; ++lane) {
+        for (int reg = 0; reg < L::kA_regs; ++reg)
+            if (L::a_col_formula(lane, reg, 0) % 2 != 0 || L::a_col_formula(lane, reg, 1) != L::a_col_formula(lane, reg, 0) + 1 ||
+                L::a_row_formula(lane, reg, 1) != L::a_row_formula(lane, reg, 0))
+                return false;
+        for (int reg = 0; reg < L::kB_regs; ++reg)
+            if (L::b_row_formula(lane, reg, 0) % 2 != 0 || L::b_row_formula(lane, reg, 1) != L::b_row_formula(lane, reg, 0) + 1 ||
+                L::b_col_formula(lane, reg, 1) != L::b_col_formula(lane, reg, 0))
+                return false;
+    }
+    return L::kA_elems_per_reg == 2 && L::kB_elems_per_reg == 2;
+}
+static_assert(k_pairs_are_bytes(), "A/B register pairs are not k-neighbours");
+
+// ---- FP4 → bf16 -------------------------------------------------------------------------
+
+// Two E2M1 codes (low nibble first) as bf16x2, unscaled: the magnitude bytes come from two
+// byte tables by PRMT (low and high byte of 0, 0.5, 1, 1.5, 2, 3, 4, 6), the signs by shifts.
+__device__ __forceinline__ u32 e2m1x2_to_bf16x2(u32 byte) {
+    const u32 sel = (byte & 0x7u) | (byte & 0x70u);
+    const u32 lo = __byte_perm(0xC0800000u, 0xC0804000u, sel);
+    const u32 hi = __byte_perm(0x3F3F3F00u, 0x40404040u, sel);
+    return __byte_perm(lo, hi, 0x5140) | ((byte & 0x8u) << 12) | ((byte & 0x80u) << 24);
+}
+
+// 2^(s-127) as bf16x2 (both halves): byte 0 is the bf16 subnormal 2^-127, 0xff NaN.
+__device__ __forceinline__ u32 e8m0_to_bf16x2(u32 s) {
+    const u32 h = s == 0 ? 0x0040u : (s == 0xffu ? 0x7fc0u : (s << 7));
+    return h | (h << 16);
+}
+
+// Exact: every code·2^k lies in bf16's range (two significant bits).
+__device__ __forceinline__ u32 bf16x2_mul(u32 a, u32 b) {
+    u32 d;
+    asm("mul.rn.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+    return d;
+}
+
+__device__ __forceinline__ u32 decode(u32 byte, u32 scale_byte) {
+    return bf16x2_mul(e2m1x2_to_bf16x2(byte), e8m0_to_bf16x2(scale_byte));
+}
+
+__device__ __forceinline__ u32 f32x2_to_bf16x2(float lo, float hi) {
+    u32 d;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(hi), "f"(lo));
+    return d;
+}
+
+// ---- P requantization: MXFP4 RCEIL of a non-negative f32, dequantized (quant.cu's rules) ---
+
+// The E8M0 RCEIL scale of a block maximum (amax/6 rounded up to a power of two).
+__device__ __forceinline__ u32 rceil_scale(float amax) {
+    const u32 d = __float_as_uint(__fmul_rn(amax, __uint_as_float(0x3e2aaaabu)));
+    const u32 ex = d >> 23, mant = d & 0x7fffffu;
+    return ex + (ex == 0 ? (mant > 0x400000u) : (mant != 0));
+}
+
+// y ≥ 0 rounded to the E2M1 grid (ties to even), saturated at 6, as a float: adding
+// C = 1.5·2^23·q rounds to a multiple of the step q (0.5 below 2, 1 up to 4, 2 up to 8).
+__device__ __forceinline__ float e2m1_round(float y) {
+    const float binade = __uint_as_float(__float_as_uint(y) & 0x7f800000u);
+    const float c = fmaxf(__fmul_rn(binade, 6291456.0f), 6291456.0f);  // 1.5·2^22 · max(binade, 1)
+    return fminf(__fsub_rn(__fadd_rn(y, c), c), 6.0f);
+}
+
+// ---- the kernel -------------------------------------------------------------------------
+
+template <int D>
+struct Smem {
+    // Rows padded by 4 bytes so the 8 rows a fragment load touches fall in different banks.
+    static constexpr int KROW = D / 2 + 4;
+    u8 k[BC][KROW];
+    u8 ks[BC][D / 32];
+    u8 vt[D][BC / 2 + 4];
+    u8 vs[D][BC / 32];
+};
+
+template <int D>
+__device__ __forceinline__ void load_tile(Smem<D>& sm, const u8* k_data, const u8* k_scale, const u8* v_data,
+                                          const u8* v_scale, int key0, int Sk, int Skp, int tid) {
+    // K rows key0..key0+63 (zeros past Sk), 4 bytes a thread per step.
+    for (int i = tid; i < BC * (D / 8); i += WARPS * 32) {
+        const int row = i / (D / 8), w = i % (D / 8);
+        const int key = key0 + row;
+        u32 word = key < Sk ? reinterpret_cast<const u32*>(k_data + (u64)key * (D / 2))[w] : 0u;
+        *reinterpret_cast<u32*>(&sm.k[row][4 * w]) = word;
+    }
+    for (int i = tid; i < BC * (D / 32); i += WARPS * 32) {
+        const int row = i / (D / 32), b = i % (D / 32);
+        const int key = key0 + row;
+        sm.ks[row][b] = key < Sk ? k_scale[(u64)key * (D / 32) + b] : (u8)127;
+    }
+    // Vᵀ rows d, key columns key0..key0+63 (zeros past Skp).
+    for (int i = tid; i < D * (BC / 8); i += WARPS * 32) {
+        const int d = i / (BC / 8), w = i % (BC / 8);
+        const int col = key0 / 2 + 4 * w;
+        u32 word = col < Skp / 2 ? *reinterpret_cast<const u32*>(v_data + (u64)d * (Skp / 2) + col) : 0u;
+        *reinterpret_cast<u32*>(&sm.vt[d][4 * w]) = word;
+    }
+    for (int i = tid; i < D * (BC / 32); i += WARPS * 32) {
+        const int d = i / (BC / 32), b = i % (BC / 32);
+        const int blk = key0 / 32 + b;
+        sm.vs[d][b] = blk < Skp / 32 ? v_scale[(u64)d * (Skp / 32) + blk] : (u8)127;
+    }
+}
+
+template <int D>
+__device__ void attention(const u8* __restrict__ q_data, const u8* __restrict__ q_scale, const u8* __restrict__ k_data,
+                          const u8* __restrict__ k_scale, const u8* __restrict__ v_data, const u8* __restrict__ v_scale,
+                          float* __restrict__ out, int Sq, int Sk, int Skp, int causal, float c) {
+    __shared__ Smem<D> sm;
+    const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+    const u64 bh = blockIdx.y;
+    const int q0 = blockIdx.x * BR + warp * 16;
+    q_data += bh * Sq * (D / 2);
+    q_scale += bh * Sq * (D / 32);
+    k_data += bh * Sk * (D / 2);
+    k_scale += bh * Sk * (D / 32);
+    v_data += bh * D * (Skp / 2);
+    v_scale += bh * D * (Skp / 32);
+
+    // Q fragments, decoded once: D/16 chunks of k.
+    u32 qa[D / 16][L::kA_regs];
+#pragma unroll
+    for (int kc = 0; kc < D / 16; ++kc)
+#pragma unroll
+        for (int r = 0; r < L::kA_regs; ++r) {
+            const int row = q0 + L::a_row_formula(lane, r, 0), d = kc * 16 + L::a_col_formula(lane, r, 0);
+            qa[kc][r] = row < Sq ? decode(q_data[(u64)row * (D / 2) + d / 2], q_scale[(u64)row * (D / 32) + d / 32]) : 0u;
+        }
+
+    // Per row half (D rows g and g+8 of the lane): integer running max, sum, output.
+    float m_run[2] = {NEG_INF, NEG_INF}, l_run[2] = {0.0f, 0.0f};
+    float o[D / 8][L::kD_regs];
+#pragma unroll
+    for (int j = 0; j < D / 8; ++j)
+#pragma unroll
+        for (int r = 0; r < L::kD_regs; ++r) o[j][r] = 0.0f;
+
+    const int q_last = min(blockIdx.x * BR + BR, Sq) - 1;
+    const int key_end = causal ? min(Sk, q_last + 1) : Sk;
+    for (int key0 = 0; key0 < key_end; key0 += BC) {
+        __syncthreads();
+        load_tile<D>(sm, k_data, k_scale, v_data, v_scale, key0, Sk, Skp, tid);
+        __syncthreads();
+
+        // S = Q·Kᵀ for 16 rows × 64 keys.
+        u32 s[NT][L::kD_regs];
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt) {
+#pragma unroll
+            for (int r = 0; r < L::kD_regs; ++r) s[nt][r] = 0u;
+#pragma unroll
+            for (int kc = 0; kc < D / 16; ++kc) {
+                u32 b[L::kB_regs];
+#pragma unroll
+                for (int r = 0; r < L::kB_regs; ++r) {
+                    const int d = kc * 16 + L::b_row_formula(lane, r, 0), key = nt * L::kN + L::b_col_formula(lane, r, 0);
+                    b[r] = decode(sm.k[key][d / 2], sm.ks[key][d / 32]);
+                }
+                L::mma(s[nt], qa[kc], b, s[nt]);
+            }
+        }
+
+        // Scores in log2 units, masked; the tile's row maxima.
+        float p[NT][L::kD_regs];
+        float tmax[2] = {NEG_INF, NEG_INF};
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+            for (int r = 0; r < L::kD_regs; ++r) {
+                const int row = q0 + L::d_row_formula(lane, r, 0);
+                const int key = key0 + nt * L::kN + L::d_col_formula(lane, r, 0);
+                const bool masked = key >= Sk || (causal && key > row);
+                const float v = masked ? NEG_INF : __fmul_rn(__uint_as_float(s[nt][r]), c);
+                p[nt][r] = v;
+                const int h = d_half(r);
+                tmax[h] = fmaxf(tmax[h], v);
+            }
+        float alpha[2], m_use[2];
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            tmax[h] = fmaxf(tmax[h], __shfl_xor_sync(0xffffffffu, tmax[h], 1));
+            tmax[h] = fmaxf(tmax[h], __shfl_xor_sync(0xffffffffu, tmax[h], 2));
+            const float m_new = fmaxf(m_run[h], ceilf(tmax[h]));
+            // Integer maxima: alpha = 2^(m_old - m_new) exactly (0 before the first key).
+            const int drop = m_run[h] == NEG_INF ? -1000 : (int)(m_run[h] - m_new);
+            alpha[h] = drop < -126 ? 0.0f : __int_as_float((127 + drop) << 23);
+            m_run[h] = m_new;
+            m_use[h] = m_new == NEG_INF ? 0.0f : m_new;
+        }
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+            for (int r = 0; r < L::kD_regs; ++r) {
+                const int h = d_half(r);
+                p[nt][r] = exp2f(__fsub_rn(p[nt][r], m_use[h]));
+            }
+
+        // Requantize P: MXFP4 RCEIL per 32 keys (4 n8 tiles) per row, dequantized in place.
+        float lsum[2] = {0.0f, 0.0f};
+#pragma unroll
+        for (int blk = 0; blk < NT / 4; ++blk) {
+            float amax[2] = {0.0f, 0.0f};
+#pragma unroll
+            for (int nt = 4 * blk; nt < 4 * blk + 4; ++nt)
+#pragma unroll
+                for (int r = 0; r < L::kD_regs; ++r) {
+                    const int h = d_half(r);
+                    amax[h] = fmaxf(amax[h], p[nt][r]);
+                }
+            float scale_f[2], rcp_f[2];
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                amax[h] = fmaxf(amax[h], __shfl_xor_sync(0xffffffffu, amax[h], 1));
+                amax[h] = fmaxf(amax[h], __shfl_xor_sync(0xffffffffu, amax[h], 2));
+                // Scale and reciprocal as exact powers of two (amax ≤ 1, so the byte is ≤ 125).
+                const u32 sc = rceil_scale(amax[h]);
+                scale_f[h] = __uint_as_float(sc == 0 ? 0x00400000u : sc << 23);
+                rcp_f[h] = __uint_as_float((254u - sc) << 23);
+            }
+#pragma unroll
+            for (int nt = 4 * blk; nt < 4 * blk + 4; ++nt)
+#pragma unroll
+                for (int r = 0; r < L::kD_regs; ++r) {
+                    const int h = d_half(r);
+                    const float q = __fmul_rn(e2m1_round(__fmul_rn(p[nt][r], rcp_f[h])), scale_f[h]);
+                    p[nt][r] = q;
+                    lsum[h] = __fadd_rn(lsum[h], q);
+                }
+        }
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            lsum[h] = __fadd_rn(lsum[h], __shfl_xor_sync(0xffffffffu, lsum[h], 1));
+            lsum[h] = __fadd_rn(lsum[h], __shfl_xor_sync(0xffffffffu, lsum[h], 2));
+            l_run[h] = __fadd_rn(__fmul_rn(l_run[h], alpha[h]), lsum[h]);
+        }
+#pragma unroll
+        for (int j = 0; j < D / 8; ++j)
+#pragma unroll
+            for (int r = 0; r < L::kD_regs; ++r) o[j][r] = __fmul_rn(o[j][r], alpha[d_half(r)]);
+
+        // O += P·V: P's D tiles read as A fragments (checked above), V from Vᵀ in shared memory.
+#pragma unroll
+        for (int kc = 0; kc < BC / 16; ++kc) {
+            u32 a[L::kA_regs];
+#pragma unroll
+            for (int r = 0; r < L::kA_regs; ++r) {
+                const int t0 = 2 * kc + d_tile_for_a(0, r, 0), t1 = 2 * kc + d_tile_for_a(0, r, 1);
+                a[r] = f32x2_to_bf16x2(p[t0][d_reg_for_a(0, r, 0)], p[t1][d_reg_for_a(0, r, 1)]);
+            }
+#pragma unroll
+            for (int j = 0; j < D / 8; ++j) {
+                u32 b[L::kB_regs];
+#pragma unroll
+                for (int r = 0; r < L::kB_regs; ++r) {
+                    const int key = kc * 16 + L::b_row_formula(lane, r, 0), d = j * L::kN + L::b_col_formula(lane, r, 0);
+                    b[r] = decode(sm.vt[d][key / 2], sm.vs[d][key / 32]);
+                }
+                u32 acc[L::kD_regs];
+#pragma unroll
+                for (int r = 0; r < L::kD_regs; ++r) acc[r] = __float_as_uint(o[j][r]);
+                L::mma(acc, a, b, acc);
+#pragma unroll
+                for (int r = 0; r < L::kD_regs; ++r) o[j][r] = __uint_as_float(acc[r]);
+            }
+        }
+    }
+
+    // O / l, f32 out.
+#pragma unroll
+    for (int j = 0; j < D / 8; ++j)
+#pragma unroll
+        for (int r = 0; r < L::kD_regs; ++r) {
+            const int row = q0 + L::d_row_formula(lane, r, 0), d = j * L::kN + L::d_col_formula(lane, r, 0);
+            if (row < Sq) out[(bh * Sq + row) * D + d] = __fdiv_rn(o[j][r], l_run[d_half(r)]);
+        }
+}
+
+}  // namespace attn
+
+#define ATTN_ENTRY(D)                                                                                       \
+    extern "C" __global__ void __launch_bounds__(attn::WARPS * 32)                                          \
+        attn_fp4_d##D(const unsigned char* q_data, const unsigned char* q_scale, const unsigned char* k_data, \
+                      const unsigned char* k_scale, const unsigned char* v_data, const unsigned char* v_scale, \
+                      float* out, unsigned Sq, unsigned Sk, unsigned Skp, unsigned causal, unsigned c_bits) {   \
+        attn::attention<D>(q_data, q_scale, k_data, k_scale, v_data, v_scale, out, (int)Sq, (int)Sk, (int)Skp,  \
+                           (int)causal, __uint_as_float(c_bits));                                            \
+    }
+
+ATTN_ENTRY(64)
+ATTN_ENTRY(128)
+ATTN_ENTRY(256)

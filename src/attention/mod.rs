@@ -1,0 +1,25 @@
+//! The CPU side of the fused FP4 attention kernel: the problem shape, the FP4 operands the
+//! kernel reads (`prequantize`), the exact arithmetic it performs (`reference_quantized`),
+//! plain f64 attention to measure FP4's error against (`reference_f64`), metrics and
+//! deterministic inputs.
+//!
+//! The scheme in one paragraph: Q and K are MXFP4 (floor scales) in blocks of 32 along the
+//! head dimension, K optionally smoothed by its per-channel mean first; V is stored transposed
+//! (V^T, keys padded to a multiple of 32) and blocked along the key axis. Scores are scaled by
+//! log2(e)/√D so softmax uses exp2; each row keeps an integer maximum, and the probabilities P
+//! are requantized to MXFP4 with RCEIL scales in blocks of 32 keys before P·V. The integer
+//! maximum makes the kernel's online softmax equal to the two-pass reference: see
+//! `reference::reference_quantized` for the normative statement and the argument.
+
+pub mod inputs;
+pub mod kernel;
+pub mod metrics;
+pub mod prequant;
+pub mod reference;
+pub mod shape;
+
+pub use inputs::{exact_qkv, gaussian, identity_qkv, outlier_k};
+pub use metrics::{Comparison, cosine, max_abs_error, relative_error};
+pub use prequant::{QuantizedQkv, prequantize};
+pub use reference::{reference_f64, reference_quantized};
+pub use shape::{AttnShape, ShapeError};

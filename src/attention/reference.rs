@@ -1,0 +1,295 @@
+//! CPU references: the exact FP4 scheme the fused kernel implements (`reference_quantized`)
+//! and plain f64 attention on the unquantized inputs (`reference_f64`), to measure what FP4
+//! costs.
+
+use super::prequant::QuantizedQkv;
+use super::shape::AttnShape;
+use crate::quant::{self, ScaleMode, Spec};
+use std::sync::Mutex;
+
+/// Query rows one work unit handles: enough that the P quantizer's per-call thread start-up
+/// is amortised, few enough that B=1,H=2 still spreads over every core.
+const ROWS_PER_UNIT: usize = 64;
+
+/// log2(e)/√D, computed in f32: the constant the kernel multiplies Q·Kᵀ by so that softmax's
+/// exponential becomes `exp2`. The reference widens this same f32 so both use one constant.
+pub fn score_scale_log2(head_dim: usize) -> f32 {
+    std::f32::consts::LOG2_E / (head_dim as f32).sqrt()
+}
+
+/// The spec P is requantized with: MXFP4, RCEIL scales (amax/6 rounded up to a power of two,
+/// so no element saturates).
+pub fn p_spec() -> Spec {
+    Spec::mxfp4(ScaleMode::Rceil)
+}
+
+/// FP4 attention exactly as the fused kernel computes it, O as [B,H,Sq,D] f32. This doc
+/// comment is the normative statement of the scheme.
+///
+/// Inputs are the dequantized MXFP4 operands of `qkv` (Qd, Kd, Vd). For each (b, h) and query
+/// row i, with keys j < n(i) visible (`AttnShape::visible_keys`: j < seq_k, and j ≤ i when
+/// causal):
+/// 1. S[j] = Σ_d Qd[i,d]·Kd[j,d]. Each product of two E2M1·2^e values is exact; the kernel's
+///    tensor cores accumulate in f32, the reference in f64.
+/// 2. s2[j] = S[j]·c with c = `score_scale_log2(D)` = log2(e)/√D rounded to f32; masked keys
+///    (j ≥ n(i), including the padding up to Skp) are −∞.
+/// 3. M = ceil(max_j s2[j]): the row maximum is kept as an integer.
+/// 4. p[j] = exp2(s2[j] − M) rounded to f32 (the reference evaluates exp2 in f64); masked
+///    keys give 0. Every p is in (0, 1] and the largest is > 1/2.
+/// 5. P is requantized to MXFP4 RCEIL in blocks of 32 keys along the key axis, relative to
+///    the integer row maximum M: the row p[0..Skp] goes through `quant::quantize(p_spec(),
+///    [1, Skp])` and back through `quant::dequantize`, giving pd[j].
+/// 6. l = Σ_j pd[j] (the sum of the dequantized P, not of p), and
+///    O[i,:] = (Σ_j pd[j]·Vd[j,:]) / l, accumulated in f64 and stored as f32.
+///
+/// Why the tiled kernel equals this two-pass computation. The kernel walks the keys in tiles
+/// (a multiple of 32 keys, aligned to 32), keeps an integer running maximum m_t =
+/// max(m_{t−1}, ceil(tile max)), and ends with m = M because ceil(max(a, b)) =
+/// max(ceil a, ceil b). A tile's p is exp2(s2 − m_t) = 2^(M − m_t)·exp2(s2 − M): the final
+/// values times a power of two. Scaling a 32-block by 2^k scales its amax by 2^k, so its
+/// RCEIL E8M0 scale moves by exactly k and every element divided by its scale is unchanged:
+/// the codes are identical and the dequantized block is exactly 2^(M − m_t) times the one
+/// this reference gets. When m grows the kernel multiplies its O and l accumulators by
+/// 2^(m_old − m_new), also exact, so the tiled result is the two-pass result up to f32
+/// accumulation order. A fractional running maximum would break this: the rescale would be
+/// an arbitrary factor, change the codes, and make the output depend on the tiling. (Limits:
+/// values must stay in the normal f32 and E8M0 range, which holds while s2 − M > −126; the
+/// kernel's f32 subtraction s2 − m_t and its approximate exp2 differ from the reference by
+/// a few f32 ulps.)
+pub fn reference_quantized(qkv: &QuantizedQkv) -> Vec<f32> {
+    let shape = &qkv.shape;
+    let widen = |x: Vec<f32>| -> Vec<f64> { x.into_iter().map(f64::from).collect() };
+    let ops = Operands {
+        shape,
+        q: widen(qkv.dequantized_q()),
+        k: widen(qkv.dequantized_k()),
+        v: widen(qkv.dequantized_v()),
+    };
+    let c = score_scale_log2(shape.head_dim) as f64;
+    let mut out = vec![0.0f32; shape.q_len()];
+    par_rows(&mut out, shape, |bh, row0, o| {
+        quantized_rows(&ops, c, bh, row0, o)
+    });
+    out
+}
+
+/// softmax(Q·Kᵀ/√D)·V in f64 on the unquantized inputs, [B,H,Sq,D], with the same causal
+/// rule (and the row maximum subtracted before exp). The yardstick for FP4's accuracy.
+///
+/// Panics if a buffer's length does not match the shape.
+pub fn reference_f64(shape: &AttnShape, q: &[f32], k: &[f32], v: &[f32]) -> Vec<f64> {
+    assert_eq!(q.len(), shape.q_len(), "q does not match {shape}");
+    assert_eq!(k.len(), shape.kv_len(), "k does not match {shape}");
+    assert_eq!(v.len(), shape.kv_len(), "v does not match {shape}");
+    let widen = |x: &[f32]| -> Vec<f64> { x.iter().map(|&v| v as f64).collect() };
+    let ops = Operands {
+        shape,
+        q: widen(q),
+        k: widen(k),
+        v: widen(v),
+    };
+    let scale = 1.0 / (shape.head_dim as f64).sqrt();
+    let mut out = vec![0.0f64; shape.q_len()];
+    par_rows(&mut out, shape, |bh, row0, o| {
+        f64_rows(&ops, scale, bh, row0, o)
+    });
+    out
+}
+
+/// Q, K, V widened to f64 in the natural layouts ([B,H,S,D]).
+struct Operands<'a> {
+    shape: &'a AttnShape,
+    q: Vec<f64>,
+    k: Vec<f64>,
+    v: Vec<f64>,
+}
+
+impl Operands<'_> {
+    fn q_row(&self, bh: usize, i: usize) -> &[f64] {
+        let d = self.shape.head_dim;
+        let at = (bh * self.shape.seq_q + i) * d;
+        &self.q[at..at + d]
+    }
+    /// Keys (or values) 0..seq_k of one head.
+    fn head<'b>(&self, x: &'b [f64], bh: usize) -> &'b [f64] {
+        let n = self.shape.seq_k * self.shape.head_dim;
+        &x[bh * n..(bh + 1) * n]
+    }
+}
+
+/// Rows row0.. of head bh of the FP4 scheme: p for every row, one requantization call for the
+/// whole unit (blocks are independent, so [rows, Skp] gives the same bytes as one call per
+/// row), then P·V.
+fn quantized_rows(ops: &Operands, c: f64, bh: usize, row0: usize, out: &mut [f32]) {
+    let shape = ops.shape;
+    let (d, skp) = (shape.head_dim, shape.seq_k_padded());
+    let rows = out.len() / d;
+    let (k, v) = (ops.head(&ops.k, bh), ops.head(&ops.v, bh));
+    let mut p = vec![0.0f32; rows * skp];
+    let mut s2 = Vec::with_capacity(shape.seq_k);
+    for (r, p_row) in p.chunks_mut(skp).enumerate() {
+        scores(
+            ops.q_row(bh, row0 + r),
+            k,
+            shape.visible_keys(row0 + r),
+            c,
+            &mut s2,
+        );
+        exp2_rows(&s2, p_row);
+    }
+    let pd = requantize_p(&p, rows, skp);
+    let mut acc = vec![0.0f64; d];
+    for (r, (pd_row, o)) in pd.chunks(skp).zip(out.chunks_mut(d)).enumerate() {
+        let n = shape.visible_keys(row0 + r);
+        let l = weighted_sum(pd_row[..n].iter().map(|&x| x as f64), v, &mut acc);
+        for (o, a) in o.iter_mut().zip(&acc) {
+            *o = (a / l) as f32;
+        }
+    }
+}
+
+/// p[j] = exp2(s2[j] − M) as f32 with M = ceil(max s2): the integer row maximum.
+fn exp2_rows(s2: &[f64], p: &mut [f32]) {
+    let m = s2.iter().copied().fold(f64::NEG_INFINITY, f64::max).ceil();
+    for (p, &s) in p.iter_mut().zip(s2) {
+        *p = (s - m).exp2() as f32;
+    }
+}
+
+/// P through MXFP4 RCEIL and back.
+fn requantize_p(p: &[f32], rows: usize, skp: usize) -> Vec<f32> {
+    let (pq, _) = quant::quantize(&p_spec(), &[rows, skp], p)
+        .expect("P rows are finite and a multiple of 32 long");
+    quant::dequantize(&pq)
+}
+
+/// Rows row0.. of head bh of exact softmax attention.
+fn f64_rows(ops: &Operands, scale: f64, bh: usize, row0: usize, out: &mut [f64]) {
+    let shape = ops.shape;
+    let d = shape.head_dim;
+    let (k, v) = (ops.head(&ops.k, bh), ops.head(&ops.v, bh));
+    let mut s = Vec::with_capacity(shape.seq_k);
+    let mut acc = vec![0.0f64; d];
+    for (r, o) in out.chunks_mut(d).enumerate() {
+        scores(
+            ops.q_row(bh, row0 + r),
+            k,
+            shape.visible_keys(row0 + r),
+            scale,
+            &mut s,
+        );
+        let m = s.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let l = weighted_sum(s.iter().map(|&x| (x - m).exp()), v, &mut acc);
+        for (o, a) in o.iter_mut().zip(&acc) {
+            *o = a / l;
+        }
+    }
+}
+
+/// out[j] = (q · k_j)·scale for the first n keys.
+fn scores(q: &[f64], k: &[f64], n: usize, scale: f64, out: &mut Vec<f64>) {
+    out.clear();
+    out.extend(k.chunks(q.len()).take(n).map(|kj| dot(q, kj) * scale));
+}
+
+/// acc = Σ_j w_j·v_j over the weights given (keys 0..), returning Σ_j w_j. Zero weights
+/// (underflowed or quantized to zero) are skipped.
+fn weighted_sum(weights: impl Iterator<Item = f64>, v: &[f64], acc: &mut [f64]) -> f64 {
+    acc.fill(0.0);
+    let mut l = 0.0;
+    for (w, vj) in weights.zip(v.chunks(acc.len())) {
+        if w != 0.0 {
+            l += w;
+            for (a, &x) in acc.iter_mut().zip(vj) {
+                *a += w * x;
+            }
+        }
+    }
+    l
+}
+
+/// f64 dot product with eight independent partial sums, so the loop vectorises (one serial
+/// f64 sum cannot be reordered by the compiler). Head dims are multiples of 8.
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    let mut acc = [0.0f64; 8];
+    for (x, y) in a.chunks_exact(8).zip(b.chunks_exact(8)) {
+        for t in 0..8 {
+            acc[t] += x[t] * y[t];
+        }
+    }
+    ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]))
+}
+
+/// Run `f(bh, first_row, rows_out)` over units of up to `ROWS_PER_UNIT` query rows of each
+/// (b, h), on one scoped thread per core pulling units from a shared queue (causal units near
+/// the top are cheap, so a static split would leave threads idle).
+fn par_rows<T: Send>(out: &mut [T], shape: &AttnShape, f: impl Fn(usize, usize, &mut [T]) + Sync) {
+    let d = shape.head_dim;
+    let units: Vec<(usize, usize, &mut [T])> = out
+        .chunks_mut(shape.seq_q * d)
+        .enumerate()
+        .flat_map(|(bh, head)| {
+            head.chunks_mut(ROWS_PER_UNIT * d)
+                .enumerate()
+                .map(move |(u, o)| (bh, u * ROWS_PER_UNIT, o))
+        })
+        .collect();
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(units.len());
+    let queue = Mutex::new(units.into_iter());
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                loop {
+                    let next = queue.lock().expect("work queue poisoned").next();
+                    let Some((bh, row0, o)) = next else { break };
+                    f(bh, row0, o);
+                }
+            });
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integer_row_max_keeps_the_largest_p_above_a_half() {
+        let mut p = [0.0f32; 3];
+        exp2_rows(&[0.3, -1.2, 0.0], &mut p);
+        assert_eq!(p[2], 0.5);
+        assert!(p[0] > 0.5 && p[0] <= 1.0);
+        exp2_rows(&[2.0, 1.0], &mut p[..2]);
+        assert_eq!(&p[..2], &[1.0, 0.5]);
+    }
+
+    #[test]
+    fn rescaling_a_p_block_by_a_power_of_two_keeps_its_codes() {
+        // The property the online kernel relies on (see reference_quantized's doc).
+        let p: Vec<f32> = (0..32).map(|j| (-(j as f32) * 0.37).exp2()).collect();
+        let scaled: Vec<f32> = p.iter().map(|&x| x * 0.125).collect();
+        let (a, _) = quant::quantize(&p_spec(), &[1, 32], &p).unwrap();
+        let (b, _) = quant::quantize(&p_spec(), &[1, 32], &scaled).unwrap();
+        assert_eq!(a.data, b.data);
+        assert_eq!(a.scale[0], b.scale[0] + 3);
+    }
+
+    #[test]
+    fn dot_matches_a_serial_sum_on_exact_values() {
+        let a: Vec<f64> = (0..128).map(|i| (i % 7) as f64 - 3.0).collect();
+        let b: Vec<f64> = (0..128).map(|i| (i % 5) as f64 * 0.5).collect();
+        let serial: f64 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
+        assert_eq!(dot(&a, &b), serial);
+    }
+
+    #[test]
+    fn score_constant_is_the_f32_one() {
+        assert_eq!(score_scale_log2(64), std::f32::consts::LOG2_E / 8.0);
+        assert_eq!(
+            score_scale_log2(128),
+            std::f32::consts::LOG2_E / 128f32.sqrt()
+        );
+    }
+}

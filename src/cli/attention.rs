@@ -1,0 +1,332 @@
+//! `fp4probe attention`: run the fused FP4 attention kernel, validate it against the CPU
+//! references, and benchmark it (CUDA only).
+
+use crate::attention::kernel::{AttentionKernel, DeviceQkv};
+use crate::attention::{
+    AttnShape, Comparison, QuantizedQkv, exact_qkv, gaussian, identity_qkv, outlier_k, prequantize,
+    reference_f64, reference_quantized,
+};
+use crate::device::cuda::CudaBackend;
+use anyhow::{Context, Result, bail};
+use clap::ValueEnum;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Inputs for a validation run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Inputs {
+    /// Gaussian Q, K, V.
+    Gaussian,
+    /// Gaussian, with K channels 3, 17 and 50 offset by +8 (outlier channels).
+    Outliers,
+    /// Q = K = one-hot rows, V from {-2,-1,-0.5,0,0.5,1,2}: exact in FP4.
+    Identity,
+    /// Values exactly representable in MXFP4.
+    Exact,
+}
+
+/// Fused FP4 attention (MXFP4 Q, K, V; P requantized to MXFP4): validate or benchmark.
+///
+/// Without --suite or --bench: one validation run of the given shape and inputs, printing the
+/// kernel's agreement with the CPU reference of the same quantized arithmetic and with f64
+/// attention on the unquantized inputs. --suite runs the whole validation set and fails on any
+/// miss; --bench times the kernel (median of --repeats CUDA-event-timed launches after warm-up)
+/// over --seqs × --head-dims × causal, writing CSV rows `fp4-prequant`.
+#[derive(clap::Args, Debug)]
+#[command(after_help = "Examples:
+  fp4probe attention --seq-q 77 --seq-k 133 --head-dim 128 --causal --inputs gaussian
+  fp4probe attention --inputs outliers --smooth-k
+  fp4probe attention --suite
+  fp4probe attention --bench --csv fp4.csv")]
+pub struct Args {
+    #[arg(long, default_value_t = 1)]
+    pub batch: usize,
+    #[arg(long, default_value_t = 2)]
+    pub heads: usize,
+    #[arg(long, default_value_t = 256)]
+    pub seq_q: usize,
+    /// Key/value length (default: seq-q).
+    #[arg(long)]
+    pub seq_k: Option<usize>,
+    #[arg(long, default_value_t = 128)]
+    pub head_dim: usize,
+    #[arg(long)]
+    pub causal: bool,
+    #[arg(long, value_enum, default_value_t = Inputs::Gaussian)]
+    pub inputs: Inputs,
+    /// Subtract K's per-channel mean before quantizing (softmax is unchanged by it).
+    #[arg(long)]
+    pub smooth_k: bool,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Run the validation suite (exact inputs, the article's six configurations, odd lengths,
+    /// Gaussian and outlier accuracy) and fail on any miss.
+    #[arg(long)]
+    pub suite: bool,
+    /// Benchmark instead of validating.
+    #[arg(long)]
+    pub bench: bool,
+    #[arg(long, value_delimiter = ',', default_values_t = [1024usize, 4096, 16384])]
+    pub seqs: Vec<usize>,
+    #[arg(long, value_delimiter = ',', default_values_t = [64usize, 128])]
+    pub head_dims: Vec<usize>,
+    /// Heads for --bench (batch 1).
+    #[arg(long, default_value_t = 32)]
+    pub bench_heads: usize,
+    #[arg(long, default_value_t = 20)]
+    pub repeats: usize,
+    #[arg(long, default_value_t = 3)]
+    pub warmup: usize,
+    /// CSV for --bench: impl,batch,heads,seq,head_dim,causal,ms,tflops.
+    #[arg(long)]
+    pub csv: Option<PathBuf>,
+}
+
+/// Q, K, V for a shape and input kind.
+pub fn make_inputs(shape: &AttnShape, inputs: Inputs, seed: u64) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
+    match inputs {
+        Inputs::Identity => identity_qkv(shape),
+        Inputs::Exact => exact_qkv(shape, seed),
+        Inputs::Gaussian | Inputs::Outliers => {
+            let q = gaussian(shape.q_len(), seed);
+            let mut k = gaussian(shape.kv_len(), seed + 1);
+            let v = gaussian(shape.kv_len(), seed + 2);
+            if inputs == Inputs::Outliers {
+                outlier_k(&mut k, shape, &[3, 17, 50], 8.0);
+            }
+            (q, k, v)
+        }
+    }
+}
+
+/// One validation: the kernel's O against both references.
+pub struct Validation {
+    pub vs_quantized: Comparison,
+    pub vs_f64: Comparison,
+}
+
+pub fn validate(
+    kernel: &AttentionKernel,
+    shape: &AttnShape,
+    inputs: Inputs,
+    smooth_k: bool,
+    seed: u64,
+) -> Result<Validation> {
+    let (q, k, v) = make_inputs(shape, inputs, seed);
+    let qkv = prequantize(shape, &q, &k, &v, smooth_k)?;
+    let out = kernel.run(&qkv)?;
+    let want_q = reference_quantized(&qkv);
+    let want_f64 = reference_f64(shape, &q, &k, &v);
+    Ok(Validation {
+        vs_quantized: Comparison::new(&out, &want_q),
+        vs_f64: Comparison::new(&out, &want_f64),
+    })
+}
+
+fn shape_of(a: &Args) -> Result<AttnShape> {
+    Ok(AttnShape::new(
+        a.batch,
+        a.heads,
+        a.seq_q,
+        a.seq_k.unwrap_or(a.seq_q),
+        a.head_dim,
+        a.causal,
+    )?)
+}
+
+pub fn run(a: Args) -> Result<ExitCode> {
+    let backend =
+        CudaBackend::open().context("fp4probe attention runs the kernel on a CUDA device")?;
+    let kernel = AttentionKernel::load(&backend)?;
+    if a.bench {
+        return bench(&a, &kernel);
+    }
+    if a.suite {
+        return suite(&kernel);
+    }
+    let shape = shape_of(&a)?;
+    let v = validate(&kernel, &shape, a.inputs, a.smooth_k, a.seed)?;
+    println!(
+        "{shape} inputs {:?}{}",
+        a.inputs,
+        if a.smooth_k { ", K smoothed" } else { "" }
+    );
+    println!(
+        "  vs CPU reference of the same quantized arithmetic: {}",
+        v.vs_quantized
+    );
+    println!(
+        "  vs f64 attention on the unquantized inputs:        {}",
+        v.vs_f64
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One suite case: shape, inputs, smoothing, and the bounds it must meet.
+struct Case {
+    shape: AttnShape,
+    inputs: Inputs,
+    smooth_k: bool,
+    /// Minimum cosine and maximum relative error against the quantized reference.
+    min_cos_q: f64,
+    max_rel_q: f64,
+    /// Minimum cosine against f64 attention (0 = not checked).
+    min_cos_f64: f64,
+}
+
+fn suite_cases() -> Result<Vec<Case>> {
+    let s = |b, h, sq, sk, d, c| AttnShape::new(b, h, sq, sk, d, c);
+    let exact = |shape, inputs| Case {
+        shape,
+        inputs,
+        smooth_k: false,
+        min_cos_q: 0.99995,
+        max_rel_q: 1e-5,
+        min_cos_f64: 0.0,
+    };
+    let mut cases = Vec::new();
+    // The article's six configurations (seq_q 64), with identity and exactly representable inputs.
+    for (b, h, sk, d) in [
+        (1, 1, 64, 128),
+        (1, 1, 128, 128),
+        (1, 1, 64, 64),
+        (1, 1, 128, 64),
+        (1, 4, 128, 128),
+        (2, 4, 128, 128),
+    ] {
+        cases.push(exact(s(b, h, 64, sk, d, false)?, Inputs::Identity));
+        cases.push(exact(s(b, h, 64, sk, d, false)?, Inputs::Exact));
+    }
+    // Odd lengths, causal and not, every head dimension.
+    for (sq, sk, d, c) in [
+        (77, 133, 128, false),
+        (77, 133, 128, true),
+        (1, 1000, 64, false),
+        (200, 31, 256, false),
+        (129, 129, 256, true),
+    ] {
+        cases.push(exact(s(1, 2, sq, sk, d, c)?, Inputs::Exact));
+    }
+    // Accuracy on Gaussian inputs, d = 128.
+    let gauss = |shape, inputs, smooth_k, min_cos_f64| Case {
+        shape,
+        inputs,
+        smooth_k,
+        min_cos_q: 0.9999,
+        max_rel_q: 1e-3,
+        min_cos_f64,
+    };
+    cases.push(gauss(
+        s(1, 4, 512, 512, 128, false)?,
+        Inputs::Gaussian,
+        false,
+        0.98,
+    ));
+    cases.push(gauss(
+        s(1, 4, 512, 512, 128, true)?,
+        Inputs::Gaussian,
+        false,
+        0.98,
+    ));
+    cases.push(gauss(
+        s(1, 4, 333, 1000, 128, false)?,
+        Inputs::Gaussian,
+        false,
+        0.98,
+    ));
+    cases.push(gauss(
+        s(1, 4, 512, 512, 128, false)?,
+        Inputs::Outliers,
+        true,
+        0.97,
+    ));
+    cases.push(gauss(
+        s(1, 4, 512, 512, 128, false)?,
+        Inputs::Outliers,
+        false,
+        0.0,
+    ));
+    Ok(cases)
+}
+
+fn suite(kernel: &AttentionKernel) -> Result<ExitCode> {
+    let mut failed = 0;
+    println!(
+        "| shape | inputs | vs quantized reference (cos, rel err, max abs) | vs f64 (cos) | result |\n|---|---|---|---|---|"
+    );
+    for (i, c) in suite_cases()?.iter().enumerate() {
+        let v = validate(kernel, &c.shape, c.inputs, c.smooth_k, 100 + i as u64)?;
+        let ok = v.vs_quantized.cosine >= c.min_cos_q
+            && v.vs_quantized.relative_error <= c.max_rel_q
+            && v.vs_f64.cosine >= c.min_cos_f64
+            && v.vs_quantized.cosine.is_finite();
+        failed += !ok as usize;
+        println!(
+            "| {} | {:?}{} | {:.6}, {:.2e}, {:.2e} | {:.4} | {} |",
+            c.shape,
+            c.inputs,
+            if c.smooth_k { " + smooth K" } else { "" },
+            v.vs_quantized.cosine,
+            v.vs_quantized.relative_error,
+            v.vs_quantized.max_abs_error,
+            v.vs_f64.cosine,
+            if ok { "pass" } else { "FAIL" }
+        );
+    }
+    if failed > 0 {
+        bail!("{failed} attention validation case(s) failed");
+    }
+    println!("all cases passed");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Median CUDA-event time of the kernel over `repeats` launches after `warmup`.
+fn time_kernel(
+    kernel: &AttentionKernel,
+    dev: &DeviceQkv,
+    warmup: usize,
+    repeats: usize,
+) -> Result<f64> {
+    let backend = kernel.backend();
+    for _ in 0..warmup {
+        kernel.enqueue(dev)?;
+    }
+    backend.synchronize()?;
+    let mut ms: Vec<f64> = (0..repeats.max(1))
+        .map(|_| backend.time_ms(|| kernel.enqueue(dev)).map(|t| t as f64))
+        .collect::<Result<_>>()?;
+    ms.sort_by(f64::total_cmp);
+    Ok(ms[ms.len() / 2])
+}
+
+fn bench(a: &Args, kernel: &AttentionKernel) -> Result<ExitCode> {
+    let mut csv = String::from("impl,batch,heads,seq,head_dim,causal,ms,tflops\n");
+    for &d in &a.head_dims {
+        let r = kernel.resources(d)?;
+        eprintln!("attn_fp4_d{d}: {r}");
+        for &seq in &a.seqs {
+            let shape = AttnShape::new(1, a.bench_heads, seq, seq, d, false)?;
+            let (q, k, v) = make_inputs(&shape, Inputs::Gaussian, 7);
+            let qkv: QuantizedQkv = prequantize(&shape, &q, &k, &v, false)?;
+            drop((q, k, v));
+            let mut dev = DeviceQkv::upload(kernel.backend(), &qkv)?;
+            for causal in [false, true] {
+                dev.shape.causal = causal;
+                let ms = time_kernel(kernel, &dev, a.warmup, a.repeats)?;
+                let tflops = dev.shape.flops() / ms / 1e9;
+                let row = format!(
+                    "fp4-prequant,1,{},{seq},{d},{causal},{ms:.4},{tflops:.1}",
+                    a.bench_heads
+                );
+                eprintln!("{row}");
+                writeln!(csv, "{row}")?;
+            }
+        }
+    }
+    print!("{csv}");
+    if let Some(p) = &a.csv {
+        std::fs::write(p, &csv).with_context(|| format!("writing {}", p.display()))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

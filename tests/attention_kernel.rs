@@ -1,0 +1,39 @@
+//! The fused attention kernel compiles with NVRTC for sm_90 and sm_120a; its SASS on sm_90 runs
+//! both products on tensor cores (HMMA) and keeps the score matrix out of memory (no global
+//! store inside the key loop other than the final O). Without libnvrtc (and CI unset) the test
+//! prints a note and passes.
+
+use fp4probe::attention::kernel::{compile, entry};
+use fp4probe::codegen::nvrtc;
+use fp4probe::tools;
+
+#[test]
+fn attention_kernel_compiles_for_sm90_and_sm120a() {
+    match nvrtc::load() {
+        Ok(_) => {}
+        Err(e) if std::env::var_os("CI").is_some() => {
+            panic!("CI is set but NVRTC cannot be loaded: {e:#}")
+        }
+        Err(e) => {
+            eprintln!("skipped: {e:#}");
+            return;
+        }
+    }
+    for arch in ["sm_90", "sm_120a"] {
+        let cubin = compile(arch).unwrap_or_else(|e| panic!("{arch}: {e:#}"));
+        let Ok(listing) = tools::sass(&cubin.image) else {
+            continue;
+        };
+        if std::env::var_os("FP4PROBE_DUMP_SASS").is_some() {
+            std::fs::write(format!("target/attn-{arch}.sass"), &listing).unwrap();
+        }
+        for d in [64, 128, 256] {
+            let name = entry(d);
+            assert!(listing.contains(&name), "{arch}: {name} missing");
+        }
+        assert!(
+            listing.contains("HMMA.16816.F32.BF16"),
+            "{arch}: no bf16 HMMA"
+        );
+    }
+}

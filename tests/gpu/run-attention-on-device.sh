@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Issue #6 on a lent GPU, one device call (no cargo there; fp4probe carried in .dev/bin).
+# Validation suite (kernel vs the CPU references), compute-sanitizer, the kernel benchmark and
+# PyTorch SDPA (flash, cuDNN) side by side, merged into attention-bench.csv. Results in $OUT.
+set -uo pipefail
+B=.dev/bin
+OUT=${OUT:-/tmp/fp4probe-out}
+mkdir -p "$OUT"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv
+echo "== validation suite"
+$B/fp4probe attention --suite 2>&1 | tee "$OUT/attention-suite.md"; echo "suite rc=${PIPESTATUS[0]}"
+echo "== compute-sanitizer"
+for tool in memcheck racecheck synccheck; do
+  compute-sanitizer --tool $tool --error-exitcode 9 $B/fp4probe attention --heads 1 --seq-q 77 --seq-k 133 --causal \
+    2>&1 | grep -E "SUMMARY|vs CPU" | head -2; echo "$tool rc=${PIPESTATUS[0]}"
+done
+echo "== benchmark"
+$B/fp4probe attention --bench --csv "$OUT/fp4.csv" 2>"$OUT/attention-bench.log"; echo "bench rc=$?"
+grep -E "registers" "$OUT/attention-bench.log"
+python3 tests/gpu/attention_bench_sdpa.py bench --csv "$OUT/sdpa.csv" 2>"$OUT/sdpa.log" | tail -3; echo "sdpa rc=$?"
+python3 tests/gpu/attention_bench_sdpa.py merge --csv "$OUT/sdpa.csv" --csv "$OUT/fp4.csv" \
+  --out "$OUT/attention-bench.csv" --markdown "$OUT/attention-bench.md"
+cat "$OUT/attention-bench.md"
