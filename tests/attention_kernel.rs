@@ -5,6 +5,7 @@
 
 use fp4probe::attention::kernel::{compile, entry};
 use fp4probe::codegen::nvrtc;
+use fp4probe::quant::Format;
 use fp4probe::tools;
 
 #[test]
@@ -27,9 +28,11 @@ fn attention_kernel_compiles_for_sm90_and_sm120a() {
         if std::env::var_os("FP4PROBE_DUMP_SASS").is_some() {
             std::fs::write(format!("target/attn-{arch}.sass"), &listing).unwrap();
         }
-        for d in [64, 128, 256] {
-            let name = entry(d);
-            assert!(listing.contains(&name), "{arch}: {name} missing");
+        for format in [Format::Nvfp4, Format::Mxfp4] {
+            for d in [64, 128, 256] {
+                let name = entry(format, d);
+                assert!(listing.contains(&name), "{arch}: {name} missing");
+            }
         }
         assert!(
             listing.contains("HMMA.16816.F32.BF16"),

@@ -2,9 +2,10 @@
 //! quantized reference against an independent single-threaded transcription of the scheme,
 //! and FP4's accuracy against f64 attention. Cosines are printed (`--nocapture`).
 
-use fp4probe::attention::reference::{p_spec, score_scale_log2};
+use fp4probe::attention::reference::{P_SCALE, p_spec, score_factor};
 use fp4probe::attention::*;
 use fp4probe::quant;
+use fp4probe::quant::Format;
 use std::time::Instant;
 
 fn shape(b: usize, h: usize, sq: usize, sk: usize, d: usize, causal: bool) -> AttnShape {
@@ -20,19 +21,28 @@ fn gaussian_qkv(s: &AttnShape, seed: u64) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
     )
 }
 
-/// Cosine floor of the FP4 scheme against f64 attention on i.i.d. Gaussian inputs. The
-/// brief asked for 0.98; the scheme cannot reach it on these inputs, and not through a bug
-/// (the independent transcription agrees to 1e-6). With D=128, S=256 (cosines measured):
-/// MXFP4 floor alone costs each of Q, K, V 0.9934 elementwise; Q, K, V quantized with P exact
-/// give 0.980; P alone in MXFP4 (any scale mode, integer or exact row max) gives 0.987-0.989;
-/// all together 0.967 (0.976 causal). Random Gaussian scores make softmax nearly flat, the
-/// worst case for P: most of a row's mass sits in many small p values that FP4 rounds
-/// coarsely, and the output is an average whose errors do not cancel relative to it.
+/// Cosine floor of the MXFP4 form of the scheme against f64 attention on i.i.d. Gaussian
+/// inputs (D=128, S=256). The 0.98 is met by the NVFP4 form (see
+/// `nvfp4_meets_the_accuracy_targets`); MXFP4's power-of-two scales over 32 elements cannot:
+/// with Q, K, V in MXFP4 and P exact the cosine is already 0.979, and the full scheme gives
+/// about 0.975. Random Gaussian scores make softmax nearly flat, the worst case: most of a
+/// row's mass sits in many small p values that FP4 rounds coarsely.
 const GAUSSIAN_COSINE_FLOOR: f64 = 0.96;
 
 /// FP4 output and its comparison with f64 attention on the same (unquantized) inputs.
 fn fp4_vs_f64(s: &AttnShape, q: &[f32], k: &[f32], v: &[f32], smooth: bool) -> Comparison {
-    let qkv = prequantize(s, q, k, v, smooth).unwrap();
+    fp4_vs_f64_as(s, q, k, v, smooth, Format::Mxfp4)
+}
+
+fn fp4_vs_f64_as(
+    s: &AttnShape,
+    q: &[f32],
+    k: &[f32],
+    v: &[f32],
+    smooth: bool,
+    format: Format,
+) -> Comparison {
+    let qkv = prequantize(s, q, k, v, smooth, format).unwrap();
     let out = reference_quantized(&qkv);
     let exact = reference_f64(s, q, k, v);
     assert!(
@@ -52,7 +62,7 @@ fn naive_scheme(qkv: &QuantizedQkv) -> Vec<f32> {
         qkv.dequantized_k(),
         qkv.dequantized_v(),
     );
-    let c = score_scale_log2(d) as f64;
+    let c = score_factor(qkv) as f64;
     let mut out = vec![0.0f32; s.q_len()];
     for bh in 0..s.bh() {
         for i in 0..s.seq_q {
@@ -70,7 +80,8 @@ fn naive_scheme(qkv: &QuantizedQkv) -> Vec<f32> {
             }
             let m = s2.iter().cloned().fold(f64::NEG_INFINITY, f64::max).ceil();
             let p: Vec<f32> = s2.iter().map(|&x| (x - m).exp2() as f32).collect();
-            let (pq, _) = quant::quantize(&p_spec(), &[1, skp], &p).unwrap();
+            let scaled: Vec<f32> = p.iter().map(|&x| x * P_SCALE).collect();
+            let (pq, _) = quant::quantize(&p_spec(), &[1, skp], &scaled).unwrap();
             let pd = quant::dequantize(&pq);
             let l: f64 = pd.iter().map(|&x| x as f64).sum();
             for t in 0..d {
@@ -78,7 +89,7 @@ fn naive_scheme(qkv: &QuantizedQkv) -> Vec<f32> {
                 for (j, &pj) in pd.iter().enumerate().take(sk) {
                     acc += pj as f64 * v[(bh * sk + j) * d + t] as f64;
                 }
-                out[(bh * s.seq_q + i) * d + t] = (acc / l) as f32;
+                out[(bh * s.seq_q + i) * d + t] = (acc / l) as f32 * qkv.v_tensor_scale;
             }
         }
     }
@@ -118,12 +129,12 @@ fn exact_inputs_survive_prequantization_unchanged() {
     for (d, sq, sk) in [(64, 40, 77), (128, 33, 64), (256, 5, 31)] {
         let s = shape(2, 2, sq, sk, d, false);
         let (q, k, v) = exact_qkv(&s, 11);
-        let qkv = prequantize(&s, &q, &k, &v, false).unwrap();
+        let qkv = prequantize(&s, &q, &k, &v, false, Format::Mxfp4).unwrap();
         assert_eq!(qkv.dequantized_q(), q, "Q {s}");
         assert_eq!(qkv.dequantized_k(), k, "K {s}");
         assert_eq!(qkv.dequantized_v(), v, "V {s}");
         let (q, k, v) = identity_qkv(&s);
-        let qkv = prequantize(&s, &q, &k, &v, false).unwrap();
+        let qkv = prequantize(&s, &q, &k, &v, false, Format::Mxfp4).unwrap();
         assert_eq!(
             (
                 qkv.dequantized_q(),
@@ -140,7 +151,7 @@ fn exact_inputs_survive_prequantization_unchanged() {
 fn v_is_transposed_and_padded_along_the_keys() {
     let s = shape(1, 2, 3, 77, 64, false);
     let (q, k, v) = exact_qkv(&s, 5);
-    let qkv = prequantize(&s, &q, &k, &v, false).unwrap();
+    let qkv = prequantize(&s, &q, &k, &v, false, Format::Mxfp4).unwrap();
     let (bh, d, skp) = (2, 64, 96);
     assert_eq!(qkv.q_data.len(), bh * 3 * d / 2);
     assert_eq!(qkv.q_scale.len(), bh * 3 * d / 32);
@@ -173,7 +184,7 @@ fn quantized_reference_matches_an_independent_transcription() {
                 ("exact", exact_qkv(&s, 3)),
                 ("gaussian", gaussian_qkv(&s, 9)),
             ] {
-                let qkv = prequantize(&s, &q, &k, &v, false).unwrap();
+                let qkv = prequantize(&s, &q, &k, &v, false, Format::Mxfp4).unwrap();
                 let fast = reference_quantized(&qkv);
                 let slow = naive_scheme(&qkv);
                 let c = Comparison::new(&fast, &slow);
@@ -190,7 +201,7 @@ fn identity_inputs_give_the_expected_weights() {
     // c = log2(e)/8 ≈ 0.18, so M = 1 and every p is a known power of two or 2^(c−1).
     let s = shape(1, 1, 4, 4, 64, false);
     let (q, k, v) = identity_qkv(&s);
-    let qkv = prequantize(&s, &q, &k, &v, false).unwrap();
+    let qkv = prequantize(&s, &q, &k, &v, false, Format::Mxfp4).unwrap();
     let out = reference_quantized(&qkv);
     let c = Comparison::new(&out, &naive_scheme(&qkv));
     assert!(c.relative_error <= 1e-6, "{c}");
@@ -227,12 +238,36 @@ fn smoothing_k_rescues_outlier_channels() {
     assert!(smooth.cosine > raw.cosine + 0.01, "{smooth} vs {raw}");
 }
 
+/// NVFP4 Q, K, V (two-level) with P in NVFP4: cosine ≥ 0.98 against f64 on Gaussian inputs
+/// at d = 128, and ≥ 0.97 with outlier channels in K and smoothing on; the quantized
+/// reference still equals the plain transcription of the scheme.
+#[test]
+fn nvfp4_meets_the_accuracy_targets() {
+    for causal in [false, true] {
+        let s = shape(1, 2, 256, 256, 128, causal);
+        let (q, mut k, v) = gaussian_qkv(&s, 42);
+        let c = fp4_vs_f64_as(&s, &q, &k, &v, false, Format::Nvfp4);
+        println!("nvfp4 gaussian d=128 S=256 causal {causal}: {c}");
+        assert!(c.cosine >= 0.98, "{c}");
+        outlier_k(&mut k, &s, &[3, 17, 50], 8.0);
+        let smooth = fp4_vs_f64_as(&s, &q, &k, &v, true, Format::Nvfp4);
+        println!("nvfp4 outliers + smooth_k causal {causal}: {smooth}");
+        assert!(smooth.cosine >= 0.97, "{smooth}");
+    }
+    let s = shape(1, 2, 77, 133, 64, true);
+    let (q, k, v) = gaussian_qkv(&s, 5);
+    let qkv = prequantize(&s, &q, &k, &v, false, Format::Nvfp4).unwrap();
+    assert!(qkv.q_tensor_scale != 1.0 && qkv.v_tensor_scale != 1.0);
+    let c = Comparison::new(&reference_quantized(&qkv), &naive_scheme(&qkv));
+    assert!(c.relative_error <= 1e-6, "{c}");
+}
+
 #[test]
 fn causal_row_zero_is_value_row_zero() {
     for (sq, sk) in [(64, 64), (77, 133), (133, 77)] {
         let s = shape(2, 2, sq, sk, 128, true);
         let (q, k, v) = gaussian_qkv(&s, 7);
-        let qkv = prequantize(&s, &q, &k, &v, false).unwrap();
+        let qkv = prequantize(&s, &q, &k, &v, false, Format::Mxfp4).unwrap();
         let out = reference_quantized(&qkv);
         let vd = qkv.dequantized_v();
         let d = 128;
@@ -274,7 +309,7 @@ fn seq_q_longer_than_seq_k_causal() {
 fn time_reference(h: usize) -> f64 {
     let s = shape(1, h, 1024, 1024, 128, false);
     let (q, k, v) = gaussian_qkv(&s, 1);
-    let qkv = prequantize(&s, &q, &k, &v, true).unwrap();
+    let qkv = prequantize(&s, &q, &k, &v, true, Format::Mxfp4).unwrap();
     let t = Instant::now();
     let out = reference_quantized(&qkv);
     let secs = t.elapsed().as_secs_f64();
@@ -307,7 +342,7 @@ fn error_budget_of_the_scheme() {
     // partly dequantized operands, then the full scheme with P requantized.
     let s = shape(1, 2, 256, 256, 128, false);
     let (q, k, v) = gaussian_qkv(&s, 42);
-    let qkv = prequantize(&s, &q, &k, &v, false).unwrap();
+    let qkv = prequantize(&s, &q, &k, &v, false, Format::Mxfp4).unwrap();
     let (qd, kd, vd) = (
         qkv.dequantized_q(),
         qkv.dequantized_k(),

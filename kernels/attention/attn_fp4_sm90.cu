@@ -1,13 +1,15 @@
 // Fused FP4 attention forward for sm_90 (and later): O = softmax(Q·Kᵀ/√d)·V with Q, K, V in
-// MXFP4 (E2M1 codes + E8M0 scales, as `fp4probe quantize` writes them), the score matrix kept
-// in registers, both products on tensor cores (mma.sync m16n8k16 bf16 → f32).
+// MXFP4 (E2M1 codes + E8M0 scales per 32) or NVFP4 (E2M1 codes + E4M3 scales per 16, and an
+// f32 tensor scale), as `fp4probe quantize` writes them; the score matrix kept in registers,
+// both products on tensor cores (mma.sync m16n8k16 bf16 → f32).
 //
-// Exactness: an E2M1 code times its E8M0 scale is exactly a bf16 (two significant bits, the
-// exponent range of f32), so decoding FP4 to bf16 in registers loses nothing and the bf16 MMA
-// forms exact products; block-scale semantics are preserved. P is requantized to MXFP4 (RCEIL,
-// blocks of 32 keys) relative to an integer running row maximum, so every rescaling factor is
-// a power of two and the tiled online softmax equals the two-pass scheme of
-// src/attention (reference_quantized); l is the sum of the dequantized P.
+// Exactness: an E2M1 code times its E8M0 or E4M3 block scale is exactly a bf16 (at most six
+// significant bits, within bf16's exponent range), so decoding FP4 to bf16 in registers loses
+// nothing and the bf16 MMA forms exact products; block-scale semantics are preserved. NVFP4's
+// tensor scales are applied to S (folded into the score factor) and to O. P is requantized to
+// NVFP4 (E4M3 scales per 16 keys) after scaling by 448·6 relative to an integer running row
+// maximum, so every rescaling factor is a power of two and the tiled online softmax equals the
+// two-pass scheme of src/attention (reference_quantized); l is the sum of the dequantized P.
 //
 // Operand placement: every fragment coordinate comes from the generated tables' closed forms
 // (kernels/generated/m16n8k16.f32.bf16.bf16.f32.cuh: a_/b_/d_row_formula, ..._col_formula);
@@ -16,21 +18,27 @@
 // fragment) is checked against those closed forms by static_assert below.
 //
 // Inputs (row-major, bh = batch·heads + head):
-//   q_data [bh][Sq][D/2], q_scale [bh][Sq][D/32]   MXFP4 along D (even index: low nibble)
-//   k_data [bh][Sk][D/2], k_scale [bh][Sk][D/32]
-//   v_data [bh][D][Skp/2], v_scale [bh][D][Skp/32] MXFP4 of Vᵀ along the keys, Skp = Sk
-//                                                   rounded up to 32 (zero padding)
+//   q_data [bh][Sq][D/2], q_scale [bh][Sq][D/BLK]   FP4 along D (even index: low nibble)
+//   k_data [bh][Sk][D/2], k_scale [bh][Sk][D/BLK]   BLK = 32 (MXFP4) or 16 (NVFP4)
+//   v_data [bh][D][Skp/2], v_scale [bh][D][Skp/BLK] FP4 of Vᵀ along the keys, Skp = Sk
+//                                                    rounded up to 32 (zero padding)
 //   out    [bh][Sq][D] f32
+//   c      log2(e)/√D · (NVFP4: tensor scale of Q · tensor scale of K), f32
+//   v_ts   tensor scale of V (1 for MXFP4)
 // Launch: grid (ceil(Sq/64), B·H), 128 threads (4 warps × 16 query rows), tiles of 64 keys.
 
 #include "generated/m16n8k16.f32.bf16.bf16.f32.cuh"
+#include "quant/fp4_codecs.cuh"
 
 namespace attn {
 
 namespace L = ::fp4probe::m16n8k16_f32_bf16_bf16_f32;
-typedef unsigned int u32;
-typedef unsigned char u8;
-typedef unsigned long long u64;
+enum Fmt { MX = 0, NV = 1 };
+// Elements per block scale.
+template <int FMT>
+struct Blk {
+    static constexpr int n = FMT == MX ? 32 : 16;
+};
 
 constexpr int WARPS = 4;
 constexpr int BR = 16 * WARPS;  // query rows per CTA
@@ -122,21 +130,29 @@ __device__ __forceinline__ u32 e2m1x2_to_bf16x2(u32 byte) {
     return __byte_perm(lo, hi, 0x5140) | ((byte & 0x8u) << 12) | ((byte & 0x80u) << 24);
 }
 
-// 2^(s-127) as bf16x2 (both halves): byte 0 is the bf16 subnormal 2^-127, 0xff NaN.
-__device__ __forceinline__ u32 e8m0_to_bf16x2(u32 s) {
-    const u32 h = s == 0 ? 0x0040u : (s == 0xffu ? 0x7fc0u : (s << 7));
+// A block scale as bf16x2 (both halves). E8M0: 2^(s-127), byte 0 the bf16 subnormal 2^-127,
+// 0xff NaN. E4M3 (NVFP4 scales are clamped to normals, [2^-6, 448]): exponent rebiased by 120.
+template <int FMT>
+__device__ __forceinline__ u32 scale_to_bf16x2(u32 s) {
+    u32 h;
+    if (FMT == MX) {
+        h = s == 0 ? 0x0040u : (s == 0xffu ? 0x7fc0u : (s << 7));
+    } else {
+        h = ((s & 0x7fu) << 4) + 0x3c00u;
+    }
     return h | (h << 16);
 }
 
-// Exact: every code·2^k lies in bf16's range (two significant bits).
+// Exact: every code·scale lies in bf16's range with at most six significant bits.
 __device__ __forceinline__ u32 bf16x2_mul(u32 a, u32 b) {
     u32 d;
     asm("mul.rn.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
     return d;
 }
 
+template <int FMT>
 __device__ __forceinline__ u32 decode(u32 byte, u32 scale_byte) {
-    return bf16x2_mul(e2m1x2_to_bf16x2(byte), e8m0_to_bf16x2(scale_byte));
+    return bf16x2_mul(e2m1x2_to_bf16x2(byte), scale_to_bf16x2<FMT>(scale_byte));
 }
 
 __device__ __forceinline__ u32 f32x2_to_bf16x2(float lo, float hi) {
@@ -145,37 +161,27 @@ __device__ __forceinline__ u32 f32x2_to_bf16x2(float lo, float hi) {
     return d;
 }
 
-// ---- P requantization: MXFP4 RCEIL of a non-negative f32, dequantized (quant.cu's rules) ---
+// ---- P requantization -------------------------------------------------------------------
 
-// The E8M0 RCEIL scale of a block maximum (amax/6 rounded up to a power of two).
-__device__ __forceinline__ u32 rceil_scale(float amax) {
-    const u32 d = __float_as_uint(__fmul_rn(amax, __uint_as_float(0x3e2aaaabu)));
-    const u32 ex = d >> 23, mant = d & 0x7fffffu;
-    return ex + (ex == 0 ? (mant > 0x400000u) : (mant != 0));
-}
-
-// y ≥ 0 rounded to the E2M1 grid (ties to even), saturated at 6, as a float: adding
-// C = 1.5·2^23·q rounds to a multiple of the step q (0.5 below 2, 1 up to 4, 2 up to 8).
-__device__ __forceinline__ float e2m1_round(float y) {
-    const float binade = __uint_as_float(__float_as_uint(y) & 0x7f800000u);
-    const float c = fmaxf(__fmul_rn(binade, 6291456.0f), 6291456.0f);  // 1.5·2^22 · max(binade, 1)
-    return fminf(__fsub_rn(__fadd_rn(y, c), c), 6.0f);
-}
+// P is scaled by 448·6 before requantization, so a row's largest value (in (1/2, 1]) maps
+// near the top of NVFP4's range and E4M3 block scales stay normal for all but negligible
+// blocks; the factor cancels in O = P·V / Σ P.
+constexpr float P_SCALE = 2688.0f;
 
 // ---- the kernel -------------------------------------------------------------------------
 
-template <int D>
+template <int D, int FMT>
 struct Smem {
+    static constexpr int B = Blk<FMT>::n;
     // Rows padded by 4 bytes so the 8 rows a fragment load touches fall in different banks.
-    static constexpr int KROW = D / 2 + 4;
-    u8 k[BC][KROW];
-    u8 ks[BC][D / 32];
+    u8 k[BC][D / 2 + 4];
+    u8 ks[BC][D / B];
     u8 vt[D][BC / 2 + 4];
-    u8 vs[D][BC / 32];
+    u8 vs[D][BC / B];
 };
 
-template <int D>
-__device__ __forceinline__ void load_tile(Smem<D>& sm, const u8* k_data, const u8* k_scale, const u8* v_data,
+template <int D, int FMT>
+__device__ __forceinline__ void load_tile(Smem<D, FMT>& sm, const u8* k_data, const u8* k_scale, const u8* v_data,
                                           const u8* v_scale, int key0, int Sk, int Skp, int tid) {
     // K rows key0..key0+63 (zeros past Sk), 4 bytes a thread per step.
     for (int i = tid; i < BC * (D / 8); i += WARPS * 32) {
@@ -184,10 +190,13 @@ __device__ __forceinline__ void load_tile(Smem<D>& sm, const u8* k_data, const u
         u32 word = key < Sk ? reinterpret_cast<const u32*>(k_data + (u64)key * (D / 2))[w] : 0u;
         *reinterpret_cast<u32*>(&sm.k[row][4 * w]) = word;
     }
-    for (int i = tid; i < BC * (D / 32); i += WARPS * 32) {
-        const int row = i / (D / 32), b = i % (D / 32);
+    constexpr int B = Blk<FMT>::n;
+    // Scales of keys past Sk: any finite value (their codes are zero).
+    constexpr u8 ONE = FMT == MX ? 127 : 0x38;
+    for (int i = tid; i < BC * (D / B); i += WARPS * 32) {
+        const int row = i / (D / B), b = i % (D / B);
         const int key = key0 + row;
-        sm.ks[row][b] = key < Sk ? k_scale[(u64)key * (D / 32) + b] : (u8)127;
+        sm.ks[row][b] = key < Sk ? k_scale[(u64)key * (D / B) + b] : ONE;
     }
     // Vᵀ rows d, key columns key0..key0+63 (zeros past Skp).
     for (int i = tid; i < D * (BC / 8); i += WARPS * 32) {
@@ -196,27 +205,28 @@ __device__ __forceinline__ void load_tile(Smem<D>& sm, const u8* k_data, const u
         u32 word = col < Skp / 2 ? *reinterpret_cast<const u32*>(v_data + (u64)d * (Skp / 2) + col) : 0u;
         *reinterpret_cast<u32*>(&sm.vt[d][4 * w]) = word;
     }
-    for (int i = tid; i < D * (BC / 32); i += WARPS * 32) {
-        const int d = i / (BC / 32), b = i % (BC / 32);
-        const int blk = key0 / 32 + b;
-        sm.vs[d][b] = blk < Skp / 32 ? v_scale[(u64)d * (Skp / 32) + blk] : (u8)127;
+    for (int i = tid; i < D * (BC / B); i += WARPS * 32) {
+        const int d = i / (BC / B), b = i % (BC / B);
+        const int blk = key0 / B + b;
+        sm.vs[d][b] = blk < Skp / B ? v_scale[(u64)d * (Skp / B) + blk] : ONE;
     }
 }
 
-template <int D>
+template <int D, int FMT>
 __device__ void attention(const u8* __restrict__ q_data, const u8* __restrict__ q_scale, const u8* __restrict__ k_data,
                           const u8* __restrict__ k_scale, const u8* __restrict__ v_data, const u8* __restrict__ v_scale,
-                          float* __restrict__ out, int Sq, int Sk, int Skp, int causal, float c) {
-    __shared__ Smem<D> sm;
+                          float* __restrict__ out, int Sq, int Sk, int Skp, int causal, float c, float v_ts) {
+    constexpr int B = Blk<FMT>::n;
+    __shared__ Smem<D, FMT> sm;
     const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
     const u64 bh = blockIdx.y;
     const int q0 = blockIdx.x * BR + warp * 16;
     q_data += bh * Sq * (D / 2);
-    q_scale += bh * Sq * (D / 32);
+    q_scale += bh * Sq * (D / B);
     k_data += bh * Sk * (D / 2);
-    k_scale += bh * Sk * (D / 32);
+    k_scale += bh * Sk * (D / B);
     v_data += bh * D * (Skp / 2);
-    v_scale += bh * D * (Skp / 32);
+    v_scale += bh * D * (Skp / B);
 
     // Q fragments, decoded once: D/16 chunks of k.
     u32 qa[D / 16][L::kA_regs];
@@ -225,7 +235,7 @@ __device__ void attention(const u8* __restrict__ q_data, const u8* __restrict__ 
 #pragma unroll
         for (int r = 0; r < L::kA_regs; ++r) {
             const int row = q0 + L::a_row_formula(lane, r, 0), d = kc * 16 + L::a_col_formula(lane, r, 0);
-            qa[kc][r] = row < Sq ? decode(q_data[(u64)row * (D / 2) + d / 2], q_scale[(u64)row * (D / 32) + d / 32]) : 0u;
+            qa[kc][r] = row < Sq ? decode<FMT>(q_data[(u64)row * (D / 2) + d / 2], q_scale[(u64)row * (D / B) + d / B]) : 0u;
         }
 
     // Per row half (D rows g and g+8 of the lane): integer running max, sum, output.
@@ -240,7 +250,7 @@ __device__ void attention(const u8* __restrict__ q_data, const u8* __restrict__ 
     const int key_end = causal ? min(Sk, q_last + 1) : Sk;
     for (int key0 = 0; key0 < key_end; key0 += BC) {
         __syncthreads();
-        load_tile<D>(sm, k_data, k_scale, v_data, v_scale, key0, Sk, Skp, tid);
+        load_tile<D, FMT>(sm, k_data, k_scale, v_data, v_scale, key0, Sk, Skp, tid);
         __syncthreads();
 
         // S = Q·Kᵀ for 16 rows × 64 keys.
@@ -255,7 +265,7 @@ __device__ void attention(const u8* __restrict__ q_data, const u8* __restrict__ 
 #pragma unroll
                 for (int r = 0; r < L::kB_regs; ++r) {
                     const int d = kc * 16 + L::b_row_formula(lane, r, 0), key = nt * L::kN + L::b_col_formula(lane, r, 0);
-                    b[r] = decode(sm.k[key][d / 2], sm.ks[key][d / 32]);
+                    b[r] = decode<FMT>(sm.k[key][d / 2], sm.ks[key][d / B]);
                 }
                 L::mma(s[nt], qa[kc], b, s[nt]);
             }
@@ -296,34 +306,35 @@ __device__ void attention(const u8* __restrict__ q_data, const u8* __restrict__ 
                 p[nt][r] = exp2f(__fsub_rn(p[nt][r], m_use[h]));
             }
 
-        // Requantize P: MXFP4 RCEIL per 32 keys (4 n8 tiles) per row, dequantized in place.
+        // Requantize P: scaled by P_SCALE, NVFP4 (one-level E4M3 scales) per 16 keys (two n8
+        // tiles) per row, dequantized in place (still scaled; P_SCALE cancels in O / l).
         float lsum[2] = {0.0f, 0.0f};
 #pragma unroll
-        for (int blk = 0; blk < NT / 4; ++blk) {
+        for (int blk = 0; blk < NT / 2; ++blk) {
             float amax[2] = {0.0f, 0.0f};
 #pragma unroll
-            for (int nt = 4 * blk; nt < 4 * blk + 4; ++nt)
+            for (int nt = 2 * blk; nt < 2 * blk + 2; ++nt)
 #pragma unroll
                 for (int r = 0; r < L::kD_regs; ++r) {
-                    const int h = d_half(r);
-                    amax[h] = fmaxf(amax[h], p[nt][r]);
+                    p[nt][r] = __fmul_rn(p[nt][r], P_SCALE);
+                    amax[d_half(r)] = fmaxf(amax[d_half(r)], p[nt][r]);
                 }
-            float scale_f[2], rcp_f[2];
+            float total[2], rcp[2];
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
                 amax[h] = fmaxf(amax[h], __shfl_xor_sync(0xffffffffu, amax[h], 1));
                 amax[h] = fmaxf(amax[h], __shfl_xor_sync(0xffffffffu, amax[h], 2));
-                // Scale and reciprocal as exact powers of two (amax ≤ 1, so the byte is ≤ 125).
-                const u32 sc = rceil_scale(amax[h]);
-                scale_f[h] = __uint_as_float(sc == 0 ? 0x00400000u : sc << 23);
-                rcp_f[h] = __uint_as_float((254u - sc) << 23);
+                // quant.cu's one-level NVFP4 block: amax/6 (correctly rounded), E4M3, and the
+                // elements divided by it (Markstein: exact here, the scale is in [2^-6, 448]).
+                total[h] = e4m3_to_f32(e4m3_clamp_round(__fdiv_rn(amax[h], 6.0f)));
+                rcp[h] = __frcp_rn(total[h]);
             }
 #pragma unroll
-            for (int nt = 4 * blk; nt < 4 * blk + 4; ++nt)
+            for (int nt = 2 * blk; nt < 2 * blk + 2; ++nt)
 #pragma unroll
                 for (int r = 0; r < L::kD_regs; ++r) {
                     const int h = d_half(r);
-                    const float q = __fmul_rn(e2m1_round(__fmul_rn(p[nt][r], rcp_f[h])), scale_f[h]);
+                    const float q = __fmul_rn(e2m1_round(div_markstein(p[nt][r], total[h], rcp[h])), total[h]);
                     p[nt][r] = q;
                     lsum[h] = __fadd_rn(lsum[h], q);
                 }
@@ -354,7 +365,7 @@ __device__ void attention(const u8* __restrict__ q_data, const u8* __restrict__ 
 #pragma unroll
                 for (int r = 0; r < L::kB_regs; ++r) {
                     const int key = kc * 16 + L::b_row_formula(lane, r, 0), d = j * L::kN + L::b_col_formula(lane, r, 0);
-                    b[r] = decode(sm.vt[d][key / 2], sm.vs[d][key / 32]);
+                    b[r] = decode<FMT>(sm.vt[d][key / 2], sm.vs[d][key / B]);
                 }
                 u32 acc[L::kD_regs];
 #pragma unroll
@@ -372,21 +383,25 @@ __device__ void attention(const u8* __restrict__ q_data, const u8* __restrict__ 
 #pragma unroll
         for (int r = 0; r < L::kD_regs; ++r) {
             const int row = q0 + L::d_row_formula(lane, r, 0), d = j * L::kN + L::d_col_formula(lane, r, 0);
-            if (row < Sq) out[(bh * Sq + row) * D + d] = __fdiv_rn(o[j][r], l_run[d_half(r)]);
+            if (row < Sq) out[(bh * Sq + row) * D + d] = __fmul_rn(__fdiv_rn(o[j][r], l_run[d_half(r)]), v_ts);
         }
 }
 
 }  // namespace attn
 
-#define ATTN_ENTRY(D)                                                                                       \
-    extern "C" __global__ void __launch_bounds__(attn::WARPS * 32)                                          \
-        attn_fp4_d##D(const unsigned char* q_data, const unsigned char* q_scale, const unsigned char* k_data, \
-                      const unsigned char* k_scale, const unsigned char* v_data, const unsigned char* v_scale, \
-                      float* out, unsigned Sq, unsigned Sk, unsigned Skp, unsigned causal, unsigned c_bits) {   \
-        attn::attention<D>(q_data, q_scale, k_data, k_scale, v_data, v_scale, out, (int)Sq, (int)Sk, (int)Skp,  \
-                           (int)causal, __uint_as_float(c_bits));                                            \
+#define ATTN_ENTRY(NAME, D, FMT)                                                                   \
+    extern "C" __global__ void __launch_bounds__(attn::WARPS * 32)                                  \
+        NAME(const unsigned char* q_data, const unsigned char* q_scale, const unsigned char* k_data,   \
+             const unsigned char* k_scale, const unsigned char* v_data, const unsigned char* v_scale,  \
+             float* out, unsigned Sq, unsigned Sk, unsigned Skp, unsigned causal, unsigned c_bits,     \
+             unsigned v_ts_bits) {                                                                   \
+        attn::attention<D, FMT>(q_data, q_scale, k_data, k_scale, v_data, v_scale, out, (int)Sq, (int)Sk, \
+                                (int)Skp, (int)causal, __uint_as_float(c_bits), __uint_as_float(v_ts_bits)); \
     }
 
-ATTN_ENTRY(64)
-ATTN_ENTRY(128)
-ATTN_ENTRY(256)
+ATTN_ENTRY(attn_mxfp4_d64, 64, attn::MX)
+ATTN_ENTRY(attn_mxfp4_d128, 128, attn::MX)
+ATTN_ENTRY(attn_mxfp4_d256, 256, attn::MX)
+ATTN_ENTRY(attn_nvfp4_d64, 64, attn::NV)
+ATTN_ENTRY(attn_nvfp4_d128, 128, attn::NV)
+ATTN_ENTRY(attn_nvfp4_d256, 256, attn::NV)

@@ -13,14 +13,8 @@
 // MXFP4 multiplies by an exact power of two; NVFP4 divides with one reciprocal per block and
 // Markstein's two-FMA correction, which is the correctly rounded quotient (div_markstein).
 
-typedef unsigned int u32;
-typedef unsigned short u16;
-typedef unsigned char u8;
-typedef unsigned long long u64;
-
-#define F32_INF_BITS 0x7f800000u
-#define E8M0_NAN 0xffu
-#define E4M3_NAN 0x7fu
+// The codecs (E2M1, E8M0, E4M3, division) are in fp4_codecs.cuh, which src/quant/cuda.rs
+// puts in front of this file.
 
 // ---- input formats: 8 elements of group g, widened exactly to f32 ---------------------------
 
@@ -74,81 +68,6 @@ struct InF16 {
         }
     }
 };
-
-// ---- element and scale codecs (codes.rs) -----------------------------------------------------
-
-// Nearest E2M1 code, ties to even, saturating, sign kept (codes.rs: e2m1_encode_bits, which
-// is tested equal to the comparison form e2m1_encode). Branch-free, no conversion instruction:
-// the E2M1 step is q = 0.5 below 2, 1 in [2,4), 2 in [4,8). Adding C = 1.5·2^23·q rounds |v|
-// to a multiple of q (one IEEE rounding, ties to even) and leaves n = RN(|v|/q) in the low bits
-// of the sum; the code is n plus twice the binade above 1. Beyond 5 (the tie 4|6) it is 7.
-__device__ __forceinline__ u32 e2m1_encode(float v) {
-    u32 bits = __float_as_uint(v) & 0x7fffffffu;
-    u32 e = min(max(bits >> 23, 127u), 129u);
-    float c = __uint_as_float(((e + 22u) << 23) | 0x400000u);
-    u32 n = __float_as_uint(__fadd_rn(__uint_as_float(bits), c)) & 7u;
-    u32 mag = __uint_as_float(bits) > 5.0f ? 7u : n + 2u * (e - 127u);
-    return ((__float_as_uint(v) >> 28) & 8u) | mag;
-}
-
-// The value of an E2M1 code: 0, 0.5, then (1 + m/2)·2^(e-1) for exponent field e >= 1.
-__device__ __forceinline__ float e2m1_decode(u32 c) {
-    u32 m = c & 7u;
-    u32 bits = m >= 2 ? (((m >> 1) + 126u) << 23) | ((m & 1u) << 22) : (m ? 0x3f000000u : 0u);
-    return __uint_as_float(bits | ((c & 8u) << 28));
-}
-
-// 2^(b-127); byte 0 is the f32 subnormal 2^-127, 0xff is NaN (codes.rs: e8m0_to_f32).
-__device__ __forceinline__ float e8m0_to_f32(u32 b) {
-    return b == 0 ? __uint_as_float(0x00400000u)
-                  : (b == E8M0_NAN ? __uint_as_float(0x7fffffffu) : __uint_as_float(b << 23));
-}
-
-// Clamp to [2^-6, 448] and round to E4M3, ties to even (codes.rs: e4m3_clamp_round).
-__device__ __forceinline__ u32 e4m3_clamp_round(float v) {
-    if (v != v) return E4M3_NAN;
-    v = fminf(fmaxf(v, 0.015625f), 448.0f);
-    u32 b = __float_as_uint(v);
-    u32 r = b + 0x7ffffu + ((b >> 20) & 1u);
-    return ((((r >> 23) & 0xffu) - 120u) << 3) | ((r >> 20) & 7u);
-}
-
-__device__ __forceinline__ float e4m3_to_f32(u32 b) {
-    u32 e = (b >> 3) & 15u, m = b & 7u;
-    if ((b & 0x7fu) == 0x7fu) return __uint_as_float(0x7fffffffu);
-    float mag = e == 0 ? __fmul_rn((float)m, 0.001953125f) : __uint_as_float(((e + 120u) << 23) | (m << 20));
-    return (b & 0x80u) ? -mag : mag;
-}
-
-// IEEE division, kept out of line: only blocks whose scale is near the ends of the exponent
-// range come here, so the hot path carries no division code at all.
-__device__ __noinline__ float div_ieee(float a, float b) { return __fdiv_rn(a, b); }
-
-// True when Markstein's division (div_markstein) is exact for this divisor and every dividend
-// whose quotient can matter: 1/b and the remainders stay normal. Dividends too small for an
-// exact remainder (|a| < 2^-100) give |a/b| < 2^-20 here, which encodes to zero either way.
-__device__ __forceinline__ bool markstein_safe(float b) {
-    float ab = fabsf(b);
-    return ab >= 0x1p-80f && ab <= 0x1p100f;
-}
-
-// a / b correctly rounded, given rb = RN(1/b) and markstein_safe(b). Markstein: q = RN(a·rb)
-// is within an ulp of a/b, the remainder a - q·b is exact in one FMA, and q + r·rb rounds to
-// RN(a/b). The last FMA can lose the sign of a zero quotient (+0 + -0 = +0); the sign of a
-// is put back (b > 0 always), so -0 and tiny negatives still encode as 0x8.
-__device__ __forceinline__ float div_markstein(float a, float b, float rb) {
-    float q = __fmul_rn(a, rb);
-    float r = __fmaf_rn(-q, b, a);
-    float q1 = __fmaf_rn(r, rb, q);
-    return __uint_as_float(__float_as_uint(q1) | (__float_as_uint(a) & 0x80000000u));
-}
-
-// a / b for per-block quantities (one call per group, not per element).
-__device__ __forceinline__ float div_rn(float a, float b, float rb) {
-    float aa = fabsf(a);
-    bool safe = markstein_safe(b) && (a == 0.0f || (aa >= 0x1p-100f && aa <= 0x1p100f));
-    return safe ? div_markstein(a, b, rb) : div_ieee(a, b);
-}
 
 // ---- scale choice (scale.rs) ------------------------------------------------------------------
 

@@ -1,10 +1,12 @@
 //! The fused FP4 attention kernel (`kernels/attention/attn_fp4_sm90.cu`): compiled with NVRTC
 //! for the device, launched over pre-quantized Q, K, V (`QuantizedQkv`), O read back as f32.
 
+use super::reference::score_factor;
 use super::{AttnShape, QuantizedQkv};
 use crate::codegen::nvrtc::{self, Output};
 use crate::codegen::verify::kernels_dir;
 use crate::device::cuda::{CudaBackend, DeviceBuffer, KernelArg, PtxModule};
+use crate::quant::Format;
 use anyhow::{Context, Result, bail};
 
 /// The kernel source, relative to `kernels/`.
@@ -14,9 +16,9 @@ pub const SOURCE: &str = "attention/attn_fp4_sm90.cu";
 const THREADS: u32 = 128;
 const ROWS_PER_CTA: usize = 64;
 
-/// `attn_fp4_d128`: the entry point for a head dimension.
-pub fn entry(head_dim: usize) -> String {
-    format!("attn_fp4_d{head_dim}")
+/// `attn_nvfp4_d128`: the entry point for an input format and head dimension.
+pub fn entry(format: Format, head_dim: usize) -> String {
+    format!("attn_{}_d{head_dim}", format.name())
 }
 
 /// Compile the kernel for `arch` (`sm_90`, `sm_120a`, ...), headers from `kernels/`.
@@ -42,6 +44,10 @@ pub struct AttentionKernel<'a> {
 /// Q, K, V on the device and the output buffer, for repeated launches.
 pub struct DeviceQkv {
     pub shape: AttnShape,
+    pub format: Format,
+    /// The kernel's score factor (`score_factor`) and V's tensor scale.
+    c: f32,
+    v_ts: f32,
     bufs: [DeviceBuffer; 6],
     pub out: DeviceBuffer,
 }
@@ -65,6 +71,9 @@ impl DeviceQkv {
         )?;
         Ok(DeviceQkv {
             shape: s,
+            format: qkv.format,
+            c: score_factor(qkv),
+            v_ts: qkv.v_tensor_scale,
             bufs,
             out,
         })
@@ -96,8 +105,7 @@ impl<'a> AttentionKernel<'a> {
     /// Enqueue one forward pass (no wait).
     pub fn enqueue(&self, dev: &DeviceQkv) -> Result<()> {
         let s = dev.shape;
-        let f = self.module.function(&entry(s.head_dim))?;
-        let c = std::f32::consts::LOG2_E / (s.head_dim as f32).sqrt();
+        let f = self.module.function(&entry(dev.format, s.head_dim))?;
         let grid_x = s.seq_q.div_ceil(ROWS_PER_CTA);
         let bh = s.batch * s.heads;
         if bh > 65535 {
@@ -113,10 +121,11 @@ impl<'a> AttentionKernel<'a> {
             KernelArg::U32(u(s.seq_k, "seq_k")?),
             KernelArg::U32(u(s.seq_k_padded(), "padded seq_k")?),
             KernelArg::U32(s.causal as u32),
-            KernelArg::U32(c.to_bits()),
+            KernelArg::U32(dev.c.to_bits()),
+            KernelArg::U32(dev.v_ts.to_bits()),
         ]);
-        // SAFETY: attn_fp4_dD(6 × const u8*, float*, u32 Sq, u32 Sk, u32 Skp, u32 causal,
-        // u32 c_bits): the buffers were sized from the same shape by `QuantizedQkv` and
+        // SAFETY: attn_{fmt}_dD(6 × const u8*, float*, u32 Sq, u32 Sk, u32 Skp, u32 causal,
+        // u32 c_bits, u32 v_ts_bits): the buffers were sized from the same shape by `QuantizedQkv` and
         // `DeviceQkv::upload`; the grid covers seq_q and batch·heads.
         unsafe {
             self.backend
@@ -139,9 +148,9 @@ impl<'a> AttentionKernel<'a> {
     }
 
     /// Registers, spill (local) bytes and static shared memory of the entry for `head_dim`.
-    pub fn resources(&self, head_dim: usize) -> Result<Resources> {
+    pub fn resources(&self, format: Format, head_dim: usize) -> Result<Resources> {
         use cudarc::driver::sys::CUfunction_attribute as A;
-        let f = self.module.function(&entry(head_dim))?;
+        let f = self.module.function(&entry(format, head_dim))?;
         // SAFETY: `f` belongs to this module, which is loaded in the backend's context.
         let get = |a| unsafe { self.backend.function_attribute(f, a) };
         Ok(Resources {

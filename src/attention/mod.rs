@@ -3,13 +3,14 @@
 //! plain f64 attention to measure FP4's error against (`reference_f64`), metrics and
 //! deterministic inputs.
 //!
-//! The scheme in one paragraph: Q and K are MXFP4 (floor scales) in blocks of 32 along the
-//! head dimension, K optionally smoothed by its per-channel mean first; V is stored transposed
-//! (V^T, keys padded to a multiple of 32) and blocked along the key axis. Scores are scaled by
-//! log2(e)/√D so softmax uses exp2; each row keeps an integer maximum, and the probabilities P
-//! are requantized to MXFP4 with RCEIL scales in blocks of 32 keys before P·V. The integer
-//! maximum makes the kernel's online softmax equal to the two-pass reference: see
-//! `reference::reference_quantized` for the normative statement and the argument.
+//! The scheme in one paragraph: Q and K are FP4 along the head dimension — MXFP4 (floor
+//! scales, blocks of 32) or NVFP4 (two-level, blocks of 16) — K optionally smoothed by its
+//! per-channel mean first; V is stored transposed (V^T, keys padded to a multiple of 32) and
+//! blocked along the key axis. Scores are scaled by log2(e)/√D so softmax uses exp2; each row
+//! keeps an integer maximum, and the probabilities P are requantized to NVFP4 (after scaling
+//! by 448·6) in blocks of 16 keys before P·V. The integer maximum makes the kernel's online
+//! softmax equal to the two-pass reference: see `reference::reference_quantized` for the
+//! normative statement and the argument.
 
 pub mod inputs;
 pub mod kernel;

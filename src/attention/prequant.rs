@@ -1,21 +1,26 @@
 //! The FP4 operands the fused kernel reads, built from f32 Q, K, V with the crate's MXFP4
 //! quantizer (so kernel inputs and CPU reference inputs are the same bytes).
 
-use super::shape::{AttnShape, BLOCK};
-use crate::quant::{self, Quantized, ScaleMode, Spec};
+use super::shape::AttnShape;
+use crate::quant::{self, Format, NvLevels, Quantized, ScaleMode, Spec};
 use anyhow::{Result, bail};
 
-/// Q, K and V^T in MXFP4 floor, laid out for the kernel:
-/// - `q_data` [B,H,Sq,D/2], `q_scale` [B,H,Sq,D/32] (blocks of 32 along D);
-/// - `k_data` [B,H,Sk,D/2], `k_scale` [B,H,Sk,D/32] (K smoothed first if asked);
-/// - `v_data` [B,H,D,Skp/2], `v_scale` [B,H,D,Skp/32]: V transposed and zero-padded to
+/// Q, K and V^T in MXFP4 (floor, E8M0 scales per 32) or NVFP4 (two-level: E4M3 scales per
+/// 16 and one f32 tensor scale per tensor), laid out for the kernel (BLK = the block size):
+/// - `q_data` [B,H,Sq,D/2], `q_scale` [B,H,Sq,D/BLK] (blocks along D);
+/// - `k_data` [B,H,Sk,D/2], `k_scale` [B,H,Sk,D/BLK] (K smoothed first if asked);
+/// - `v_data` [B,H,D,Skp/2], `v_scale` [B,H,D,Skp/BLK]: V transposed and zero-padded to
 ///   Skp = seq_k rounded up to 32, blocked along the key axis, which is P·V's reduction axis.
 ///
-/// Packing is the crate's: two E2M1 codes a byte, the even index in the low nibble; scales are
-/// E8M0 bytes.
+/// Packing is the crate's: two E2M1 codes a byte, the even index in the low nibble.
 #[derive(Clone, Debug, PartialEq)]
 pub struct QuantizedQkv {
     pub shape: AttnShape,
+    pub format: Format,
+    /// NVFP4 tensor scales of Q, K, V (1.0 for MXFP4).
+    pub q_tensor_scale: f32,
+    pub k_tensor_scale: f32,
+    pub v_tensor_scale: f32,
     pub q_data: Vec<u8>,
     pub q_scale: Vec<u8>,
     pub k_data: Vec<u8>,
@@ -24,9 +29,12 @@ pub struct QuantizedQkv {
     pub v_scale: Vec<u8>,
 }
 
-/// The spec of Q, K and V: MXFP4 with the OCP floor scale.
-pub fn qkv_spec() -> Spec {
-    Spec::mxfp4(ScaleMode::Floor)
+/// The spec of Q, K and V: MXFP4 with the OCP floor scale, or two-level NVFP4.
+pub fn qkv_spec(format: Format) -> Spec {
+    match format {
+        Format::Mxfp4 => Spec::mxfp4(ScaleMode::Floor),
+        Format::Nvfp4 => Spec::nvfp4(NvLevels::TwoLevel),
+    }
 }
 
 /// Quantize Q, K, V for the kernel. `q` is [B,H,Sq,D], `k` and `v` [B,H,Sk,D], row-major.
@@ -38,6 +46,7 @@ pub fn prequantize(
     k: &[f32],
     v: &[f32],
     smooth_k: bool,
+    format: Format,
 ) -> Result<QuantizedQkv> {
     shape.validate()?;
     shape.check_len("q", q.len(), shape.q_len())?;
@@ -47,7 +56,7 @@ pub fn prequantize(
         check_finite(name, x)?;
     }
     let d = shape.head_dim;
-    let spec = qkv_spec();
+    let spec = qkv_spec(format);
     let (qq, _) = quant::quantize(&spec, &[shape.bh() * shape.seq_q, d], q)?;
     let k_smoothed;
     let k_in = if smooth_k {
@@ -59,8 +68,13 @@ pub fn prequantize(
     let (kq, _) = quant::quantize(&spec, &[shape.bh() * shape.seq_k, d], k_in)?;
     let vt = transpose_pad_v(shape, v);
     let (vq, _) = quant::quantize(&spec, &[shape.bh() * d, shape.seq_k_padded()], &vt)?;
+    let ts = |q: &Quantized| q.tensor_scale.unwrap_or(1.0);
     Ok(QuantizedQkv {
         shape: *shape,
+        format,
+        q_tensor_scale: ts(&qq),
+        k_tensor_scale: ts(&kq),
+        v_tensor_scale: ts(&vq),
         q_data: qq.data,
         q_scale: qq.scale,
         k_data: kq.data,
@@ -119,17 +133,20 @@ pub fn transpose_pad_v(shape: &AttnShape, v: &[f32]) -> Vec<f32> {
 }
 
 impl QuantizedQkv {
+    /// The operand without its tensor scale (NVFP4: code × block scale, exactly what the
+    /// kernel's bf16 registers hold; the tensor scales are applied to S and O).
     fn quantized(&self, data: &[u8], scale: &[u8], shape: Vec<usize>) -> Quantized {
+        let spec = qkv_spec(self.format);
         Quantized {
-            spec: qkv_spec(),
+            spec,
             shape,
             data: data.to_vec(),
             scale: scale.to_vec(),
-            tensor_scale: None,
+            tensor_scale: spec.two_level().then_some(1.0),
         }
     }
 
-    /// Q as the kernel sees it, [B,H,Sq,D].
+    /// Q as the kernel's registers hold it (without the tensor scale), [B,H,Sq,D].
     pub fn dequantized_q(&self) -> Vec<f32> {
         let s = &self.shape;
         let shape = vec![s.bh() * s.seq_q, s.head_dim];
@@ -166,9 +183,9 @@ impl QuantizedQkv {
         v
     }
 
-    /// Blocks of 32 per row of V^T: Skp / 32.
+    /// Block scales per row of V^T: Skp / block.
     pub fn v_blocks_per_row(&self) -> usize {
-        self.shape.seq_k_padded() / BLOCK
+        self.shape.seq_k_padded() / self.format.block()
     }
 }
 
@@ -205,9 +222,9 @@ mod tests {
     fn non_finite_and_wrong_lengths_are_refused() {
         let s = AttnShape::new(1, 1, 2, 2, 64, false).unwrap();
         let mut x = vec![0.0f32; 128];
-        assert!(prequantize(&s, &x, &x, &x[..64], false).is_err());
+        assert!(prequantize(&s, &x, &x, &x[..64], false, Format::Mxfp4).is_err());
         x[70] = f32::NAN;
-        let e = prequantize(&s, &x, &x, &x, false).unwrap_err();
+        let e = prequantize(&s, &x, &x, &x, false, Format::Mxfp4).unwrap_err();
         assert_eq!(
             e.to_string(),
             "q[70] is NaN: attention inputs must be finite"

@@ -4,7 +4,7 @@
 
 use super::prequant::QuantizedQkv;
 use super::shape::AttnShape;
-use crate::quant::{self, ScaleMode, Spec};
+use crate::quant::{self, NvLevels, Spec};
 use std::sync::Mutex;
 
 /// Query rows one work unit handles: enough that the P quantizer's per-call thread start-up
@@ -17,45 +17,56 @@ pub fn score_scale_log2(head_dim: usize) -> f32 {
     std::f32::consts::LOG2_E / (head_dim as f32).sqrt()
 }
 
-/// The spec P is requantized with: MXFP4, RCEIL scales (amax/6 rounded up to a power of two,
-/// so no element saturates).
+/// The spec P is requantized with, after scaling by `P_SCALE`: NVFP4 one-level (E4M3 scales
+/// per 16 keys, amax/6 rounded to E4M3, so nothing saturates by more than the E4M3 rounding).
 pub fn p_spec() -> Spec {
-    Spec::mxfp4(ScaleMode::Rceil)
+    Spec::nvfp4(NvLevels::OneLevel)
+}
+
+/// P is multiplied by 448·6 before requantization: a row's largest p (in (1/2, 1]) lands near
+/// the top of the E4M3 scale range, so block scales stay normal for every block within 2^-15
+/// of the row maximum. The factor cancels in O = Σ P·V / Σ P.
+pub const P_SCALE: f32 = 2688.0;
+
+/// The factor Q·Kᵀ (of the operands as the kernel holds them) is multiplied by: log2(e)/√D
+/// times the NVFP4 tensor scales of Q and K, in f32 as the kernel receives it.
+pub fn score_factor(qkv: &QuantizedQkv) -> f32 {
+    (qkv.q_tensor_scale * qkv.k_tensor_scale) * score_scale_log2(qkv.shape.head_dim)
 }
 
 /// FP4 attention exactly as the fused kernel computes it, O as [B,H,Sq,D] f32. This doc
 /// comment is the normative statement of the scheme.
 ///
-/// Inputs are the dequantized MXFP4 operands of `qkv` (Qd, Kd, Vd). For each (b, h) and query
-/// row i, with keys j < n(i) visible (`AttnShape::visible_keys`: j < seq_k, and j ≤ i when
-/// causal):
-/// 1. S[j] = Σ_d Qd[i,d]·Kd[j,d]. Each product of two E2M1·2^e values is exact; the kernel's
-///    tensor cores accumulate in f32, the reference in f64.
-/// 2. s2[j] = S[j]·c with c = `score_scale_log2(D)` = log2(e)/√D rounded to f32; masked keys
-///    (j ≥ n(i), including the padding up to Skp) are −∞.
+/// Inputs are the operands of `qkv` as the kernel's registers hold them (Qd, Kd, Vd: E2M1
+/// code × block scale, without NVFP4's tensor scales). For each (b, h) and query row i, with
+/// keys j < n(i) visible (`AttnShape::visible_keys`: j < seq_k, and j ≤ i when causal):
+/// 1. S[j] = Σ_d Qd[i,d]·Kd[j,d]. Each product is exact; the kernel's tensor cores
+///    accumulate in f32, the reference in f64.
+/// 2. s2[j] = S[j]·c with c = `score_factor` (log2(e)/√D times the tensor scales of Q and K,
+///    in f32); masked keys (j ≥ n(i), including the padding up to Skp) are −∞.
 /// 3. M = ceil(max_j s2[j]): the row maximum is kept as an integer.
 /// 4. p[j] = exp2(s2[j] − M) rounded to f32 (the reference evaluates exp2 in f64); masked
 ///    keys give 0. Every p is in (0, 1] and the largest is > 1/2.
-/// 5. P is requantized to MXFP4 RCEIL in blocks of 32 keys along the key axis, relative to
-///    the integer row maximum M: the row p[0..Skp] goes through `quant::quantize(p_spec(),
-///    [1, Skp])` and back through `quant::dequantize`, giving pd[j].
+/// 5. P is requantized: p·`P_SCALE` (f32) goes through NVFP4 one-level (`p_spec`: blocks of
+///    16 keys, E4M3 scale amax/6, elements divided by it and rounded to E2M1) and back,
+///    giving pd[j] (still scaled by P_SCALE).
 /// 6. l = Σ_j pd[j] (the sum of the dequantized P, not of p), and
-///    O[i,:] = (Σ_j pd[j]·Vd[j,:]) / l, accumulated in f64 and stored as f32.
+///    O[i,:] = ((Σ_j pd[j]·Vd[j,:]) / l) rounded to f32, times V's tensor scale (f32).
 ///
 /// Why the tiled kernel equals this two-pass computation. The kernel walks the keys in tiles
-/// (a multiple of 32 keys, aligned to 32), keeps an integer running maximum m_t =
+/// (a multiple of 16 keys, aligned), keeps an integer running maximum m_t =
 /// max(m_{t−1}, ceil(tile max)), and ends with m = M because ceil(max(a, b)) =
 /// max(ceil a, ceil b). A tile's p is exp2(s2 − m_t) = 2^(M − m_t)·exp2(s2 − M): the final
-/// values times a power of two. Scaling a 32-block by 2^k scales its amax by 2^k, so its
-/// RCEIL E8M0 scale moves by exactly k and every element divided by its scale is unchanged:
-/// the codes are identical and the dequantized block is exactly 2^(M − m_t) times the one
-/// this reference gets. When m grows the kernel multiplies its O and l accumulators by
-/// 2^(m_old − m_new), also exact, so the tiled result is the two-pass result up to f32
-/// accumulation order. A fractional running maximum would break this: the rescale would be
-/// an arbitrary factor, change the codes, and make the output depend on the tiling. (Limits:
-/// values must stay in the normal f32 and E8M0 range, which holds while s2 − M > −126; the
-/// kernel's f32 subtraction s2 − m_t and its approximate exp2 differ from the reference by
-/// a few f32 ulps.)
+/// values times a power of two. Scaling a block by 2^k scales its amax/6 by 2^k, and E4M3
+/// rounding commutes with that while the scale stays inside [2^-6, 448], so every element
+/// divided by its scale is unchanged: the codes are identical and the dequantized block is
+/// exactly 2^(M − m_t) times the one this reference gets. When m grows the kernel multiplies
+/// its O and l accumulators by 2^(m_old − m_new), also exact, so the tiled result is the
+/// two-pass result up to f32 accumulation order. A fractional running maximum would break
+/// this: the rescale would be an arbitrary factor, change the codes, and make the output
+/// depend on the tiling. (Limits: blocks whose scale hits the 2^-6 clamp, those more than
+/// 2^15 below the row maximum, can quantize differently, a negligible difference; the
+/// kernel's f32 subtraction s2 − m_t and its exp2 differ from the reference by f32 ulps.)
 pub fn reference_quantized(qkv: &QuantizedQkv) -> Vec<f32> {
     let shape = &qkv.shape;
     let widen = |x: Vec<f32>| -> Vec<f64> { x.into_iter().map(f64::from).collect() };
@@ -65,10 +76,11 @@ pub fn reference_quantized(qkv: &QuantizedQkv) -> Vec<f32> {
         k: widen(qkv.dequantized_k()),
         v: widen(qkv.dequantized_v()),
     };
-    let c = score_scale_log2(shape.head_dim) as f64;
+    let c = score_factor(qkv) as f64;
+    let v_ts = qkv.v_tensor_scale;
     let mut out = vec![0.0f32; shape.q_len()];
     par_rows(&mut out, shape, |bh, row0, o| {
-        quantized_rows(&ops, c, bh, row0, o)
+        quantized_rows(&ops, c, v_ts, bh, row0, o)
     });
     out
 }
@@ -120,7 +132,7 @@ impl Operands<'_> {
 /// Rows row0.. of head bh of the FP4 scheme: p for every row, one requantization call for the
 /// whole unit (blocks are independent, so [rows, Skp] gives the same bytes as one call per
 /// row), then P·V.
-fn quantized_rows(ops: &Operands, c: f64, bh: usize, row0: usize, out: &mut [f32]) {
+fn quantized_rows(ops: &Operands, c: f64, v_ts: f32, bh: usize, row0: usize, out: &mut [f32]) {
     let shape = ops.shape;
     let (d, skp) = (shape.head_dim, shape.seq_k_padded());
     let rows = out.len() / d;
@@ -143,7 +155,7 @@ fn quantized_rows(ops: &Operands, c: f64, bh: usize, row0: usize, out: &mut [f32
         let n = shape.visible_keys(row0 + r);
         let l = weighted_sum(pd_row[..n].iter().map(|&x| x as f64), v, &mut acc);
         for (o, a) in o.iter_mut().zip(&acc) {
-            *o = (a / l) as f32;
+            *o = (a / l) as f32 * v_ts;
         }
     }
 }
@@ -156,9 +168,10 @@ fn exp2_rows(s2: &[f64], p: &mut [f32]) {
     }
 }
 
-/// P through MXFP4 RCEIL and back.
+/// P·P_SCALE through NVFP4 one-level and back (still scaled).
 fn requantize_p(p: &[f32], rows: usize, skp: usize) -> Vec<f32> {
-    let (pq, _) = quant::quantize(&p_spec(), &[rows, skp], p)
+    let scaled: Vec<f32> = p.iter().map(|&x| x * P_SCALE).collect();
+    let (pq, _) = quant::quantize(&p_spec(), &[rows, skp], &scaled)
         .expect("P rows are finite and a multiple of 32 long");
     quant::dequantize(&pq)
 }

@@ -7,8 +7,12 @@ use crate::device::cuda::{CudaBackend, DeviceBuffer, KernelArg, PtxModule};
 use anyhow::{Context, Result, bail};
 use cudarc::driver::sys;
 
-/// The kernel source, built into the binary so it runs from any folder.
-pub const SOURCE: &str = include_str!("../../kernels/quant/quant.cu");
+/// The kernel source, built into the binary so it runs from any folder: the shared codecs,
+/// then the kernels.
+pub const SOURCE: &str = concat!(
+    include_str!("../../kernels/quant/fp4_codecs.cuh"),
+    include_str!("../../kernels/quant/quant.cu")
+);
 
 /// Threads per CUDA block, as the kernel is written.
 const THREADS: u32 = 256;
