@@ -280,6 +280,12 @@ impl FromStr for ElemType {
 
 /// Round an f64 to the nearest f16 (ties to even), returning the bits. Used by the emulator's
 /// accumulator model for f16 outputs.
+/// f32 → bf16 bits, round to nearest even (finite inputs; NaN payloads are not preserved).
+pub fn f32_to_bf16_bits(v: f32) -> u16 {
+    let b = v.to_bits();
+    ((b + 0x7FFF + ((b >> 16) & 1)) >> 16) as u16
+}
+
 pub fn f64_to_f16_bits(v: f64) -> u16 {
     if v.is_nan() {
         return 0x7fff;

@@ -23,9 +23,11 @@
 //   v_data [bh][D][Skp/2], v_scale [bh][D][Skp/BLK] FP4 of Vᵀ along the keys, Skp = Sk
 //                                                    rounded up to 32 (zero padding)
 //   out    [bh][Sq][D] f32
-//   c      log2(e)/√D · (NVFP4: tensor scale of Q · tensor scale of K), f32
-//   v_ts   tensor scale of V (1 for MXFP4)
-// Launch: grid (ceil(Sq/64), B·H), 128 threads (4 warps × 16 query rows), tiles of 64 keys.
+//   ts     the tensor scales of Q, K, V (three f32 in device memory; 1 for MXFP4), so a
+//          pipeline that quantizes on the GPU never waits for them on the host
+//   c0     log2(e)/√D (f32); the kernel's score factor is (ts_q · ts_k) · c0
+// Launch: grid (ceil(Sq/(16·ATTN_WARPS)), B·H), 32·ATTN_WARPS threads (16 query rows a warp),
+// tiles of 64 keys (32 for D = 256).
 
 #include "generated/m16n8k16.f32.bf16.bf16.f32.cuh"
 #include "quant/fp4_codecs.cuh"
@@ -40,10 +42,18 @@ struct Blk {
     static constexpr int n = FMT == MX ? 32 : 16;
 };
 
-constexpr int WARPS = 4;
+// Warps per CTA (16 query rows each); the host passes the same value (src/attention/kernel.rs).
+#ifndef ATTN_WARPS
+#define ATTN_WARPS 4
+#endif
+constexpr int WARPS = ATTN_WARPS;
 constexpr int BR = 16 * WARPS;  // query rows per CTA
-constexpr int BC = 64;          // keys per tile
-constexpr int NT = BC / L::kN;  // n8 tiles of S per key tile
+// Keys per tile: 64, or 32 for D = 256 (the decoded tiles must fit 48 KiB of shared memory).
+template <int D>
+struct Tile {
+    static constexpr int BC = D == 256 ? 32 : 64;
+    static constexpr int NT = BC / L::kN;  // n8 tiles of S per key tile
+};
 #define NEG_INF __int_as_float(0xff800000u)
 
 // ---- what the kernel assumes of the layout, checked against the generated closed forms ----
@@ -161,6 +171,13 @@ __device__ __forceinline__ u32 f32x2_to_bf16x2(float lo, float hi) {
     return d;
 }
 
+// 2^x by the SFU (ex2.approx: relative error below 2^-22, exact for integers; -inf gives 0).
+__device__ __forceinline__ float ex2(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
 // ---- P requantization -------------------------------------------------------------------
 
 // P is scaled by 448·6 before requantization, so a row's largest value (in (1/2, 1]) maps
@@ -170,53 +187,71 @@ constexpr float P_SCALE = 2688.0f;
 
 // ---- the kernel -------------------------------------------------------------------------
 
+// A K tile and a Vᵀ tile, decoded once per CTA to bf16 (each element by one thread; every
+// warp then reads its fragments with 32-bit loads). Rows are padded by 8 bf16 so that the 8
+// rows × 4 pairs a fragment load touches fall in 32 different banks.
 template <int D, int FMT>
 struct Smem {
-    static constexpr int B = Blk<FMT>::n;
-    // Rows padded by 4 bytes so the 8 rows a fragment load touches fall in different banks.
-    u8 k[BC][D / 2 + 4];
-    u8 ks[BC][D / B];
-    u8 vt[D][BC / 2 + 4];
-    u8 vs[D][BC / B];
+    static constexpr int BC = Tile<D>::BC;
+    alignas(16) unsigned short k[BC][D + 8];
+    alignas(16) unsigned short vt[D][BC + 8];
 };
+
+// 16 FP4 bytes (32 elements, element e0 onwards of a row) decoded to 16 bf16x2 words and
+// stored at dst (16-byte aligned); scales[e / BLK] scales element e.
+template <int FMT>
+__device__ __forceinline__ void decode32(uint4 bytes, const u8* scales, int e0, unsigned short* dst) {
+    constexpr int B = Blk<FMT>::n;
+    const u32 w[4] = {bytes.x, bytes.y, bytes.z, bytes.w};
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+        const u32 sc = scales[(e0 + 8 * q) / B];
+        uint4 out;
+        out.x = decode<FMT>(w[q] & 0xffu, sc);
+        out.y = decode<FMT>((w[q] >> 8) & 0xffu, sc);
+        out.z = decode<FMT>((w[q] >> 16) & 0xffu, sc);
+        out.w = decode<FMT>(w[q] >> 24, sc);
+        *reinterpret_cast<uint4*>(dst + 8 * q) = out;
+    }
+}
 
 template <int D, int FMT>
 __device__ __forceinline__ void load_tile(Smem<D, FMT>& sm, const u8* k_data, const u8* k_scale, const u8* v_data,
                                           const u8* v_scale, int key0, int Sk, int Skp, int tid) {
-    // K rows key0..key0+63 (zeros past Sk), 4 bytes a thread per step.
-    for (int i = tid; i < BC * (D / 8); i += WARPS * 32) {
-        const int row = i / (D / 8), w = i % (D / 8);
+    constexpr int B = Blk<FMT>::n, BC = Tile<D>::BC;
+    const uint4 zero = {0u, 0u, 0u, 0u};
+    // K rows key0.. (zero past Sk): D/32 chunks of 32 elements a row.
+    for (int i = tid; i < BC * (D / 32); i += WARPS * 32) {
+        const int row = i / (D / 32), e0 = (i % (D / 32)) * 32;
         const int key = key0 + row;
-        u32 word = key < Sk ? reinterpret_cast<const u32*>(k_data + (u64)key * (D / 2))[w] : 0u;
-        *reinterpret_cast<u32*>(&sm.k[row][4 * w]) = word;
+        if (key < Sk) {
+            const uint4 b = *reinterpret_cast<const uint4*>(k_data + (u64)key * (D / 2) + e0 / 2);
+            decode32<FMT>(b, k_scale + (u64)key * (D / B), e0, &sm.k[row][e0]);
+        } else {
+#pragma unroll
+            for (int q = 0; q < 4; ++q) *reinterpret_cast<uint4*>(&sm.k[row][e0 + 8 * q]) = zero;
+        }
     }
-    constexpr int B = Blk<FMT>::n;
-    // Scales of keys past Sk: any finite value (their codes are zero).
-    constexpr u8 ONE = FMT == MX ? 127 : 0x38;
-    for (int i = tid; i < BC * (D / B); i += WARPS * 32) {
-        const int row = i / (D / B), b = i % (D / B);
-        const int key = key0 + row;
-        sm.ks[row][b] = key < Sk ? k_scale[(u64)key * (D / B) + b] : ONE;
-    }
-    // Vᵀ rows d, key columns key0..key0+63 (zeros past Skp).
-    for (int i = tid; i < D * (BC / 8); i += WARPS * 32) {
-        const int d = i / (BC / 8), w = i % (BC / 8);
-        const int col = key0 / 2 + 4 * w;
-        u32 word = col < Skp / 2 ? *reinterpret_cast<const u32*>(v_data + (u64)d * (Skp / 2) + col) : 0u;
-        *reinterpret_cast<u32*>(&sm.vt[d][4 * w]) = word;
-    }
-    for (int i = tid; i < D * (BC / B); i += WARPS * 32) {
-        const int d = i / (BC / B), b = i % (BC / B);
-        const int blk = key0 / B + b;
-        sm.vs[d][b] = blk < Skp / B ? v_scale[(u64)d * (Skp / B) + blk] : ONE;
+    // Vᵀ rows d, keys key0.. (zero past Skp): BC/32 chunks a row.
+    for (int i = tid; i < D * (BC / 32); i += WARPS * 32) {
+        const int d = i / (BC / 32), e0 = (i % (BC / 32)) * 32;
+        const int key = key0 + e0;
+        if (key < Skp) {
+            const uint4 b = *reinterpret_cast<const uint4*>(v_data + (u64)d * (Skp / 2) + key / 2);
+            decode32<FMT>(b, v_scale + (u64)d * (Skp / B) + key0 / B, e0, &sm.vt[d][e0]);
+        } else {
+#pragma unroll
+            for (int q = 0; q < 4; ++q) *reinterpret_cast<uint4*>(&sm.vt[d][e0 + 8 * q]) = zero;
+        }
     }
 }
 
 template <int D, int FMT>
 __device__ void attention(const u8* __restrict__ q_data, const u8* __restrict__ q_scale, const u8* __restrict__ k_data,
                           const u8* __restrict__ k_scale, const u8* __restrict__ v_data, const u8* __restrict__ v_scale,
-                          float* __restrict__ out, int Sq, int Sk, int Skp, int causal, float c, float v_ts) {
-    constexpr int B = Blk<FMT>::n;
+                          float* __restrict__ out, int Sq, int Sk, int Skp, int causal, const float* ts, float c0) {
+    const float c = __fmul_rn(__fmul_rn(ts[0], ts[1]), c0), v_ts = ts[2];
+    constexpr int B = Blk<FMT>::n, BC = Tile<D>::BC, NT = Tile<D>::NT;
     __shared__ Smem<D, FMT> sm;
     const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
     const u64 bh = blockIdx.y;
@@ -265,7 +300,7 @@ __device__ void attention(const u8* __restrict__ q_data, const u8* __restrict__ 
 #pragma unroll
                 for (int r = 0; r < L::kB_regs; ++r) {
                     const int d = kc * 16 + L::b_row_formula(lane, r, 0), key = nt * L::kN + L::b_col_formula(lane, r, 0);
-                    b[r] = decode<FMT>(sm.k[key][d / 2], sm.ks[key][d / B]);
+                    b[r] = *reinterpret_cast<const u32*>(&sm.k[key][d]);
                 }
                 L::mma(s[nt], qa[kc], b, s[nt]);
             }
@@ -303,7 +338,7 @@ __device__ void attention(const u8* __restrict__ q_data, const u8* __restrict__ 
 #pragma unroll
             for (int r = 0; r < L::kD_regs; ++r) {
                 const int h = d_half(r);
-                p[nt][r] = exp2f(__fsub_rn(p[nt][r], m_use[h]));
+                p[nt][r] = ex2(__fsub_rn(p[nt][r], m_use[h]));
             }
 
         // Requantize P: scaled by P_SCALE, NVFP4 (one-level E4M3 scales) per 16 keys (two n8
@@ -365,7 +400,7 @@ __device__ void attention(const u8* __restrict__ q_data, const u8* __restrict__ 
 #pragma unroll
                 for (int r = 0; r < L::kB_regs; ++r) {
                     const int key = kc * 16 + L::b_row_formula(lane, r, 0), d = j * L::kN + L::b_col_formula(lane, r, 0);
-                    b[r] = decode<FMT>(sm.vt[d][key / 2], sm.vs[d][key / B]);
+                    b[r] = *reinterpret_cast<const u32*>(&sm.vt[d][key]);
                 }
                 u32 acc[L::kD_regs];
 #pragma unroll
@@ -393,10 +428,10 @@ __device__ void attention(const u8* __restrict__ q_data, const u8* __restrict__ 
     extern "C" __global__ void __launch_bounds__(attn::WARPS * 32)                                  \
         NAME(const unsigned char* q_data, const unsigned char* q_scale, const unsigned char* k_data,   \
              const unsigned char* k_scale, const unsigned char* v_data, const unsigned char* v_scale,  \
-             float* out, unsigned Sq, unsigned Sk, unsigned Skp, unsigned causal, unsigned c_bits,     \
-             unsigned v_ts_bits) {                                                                   \
+             float* out, unsigned Sq, unsigned Sk, unsigned Skp, unsigned causal, const float* ts,     \
+             unsigned c0_bits) {                                                                     \
         attn::attention<D, FMT>(q_data, q_scale, k_data, k_scale, v_data, v_scale, out, (int)Sq, (int)Sk, \
-                                (int)Skp, (int)causal, __uint_as_float(c_bits), __uint_as_float(v_ts_bits)); \
+                                (int)Skp, (int)causal, ts, __uint_as_float(c0_bits));                 \
     }
 
 ATTN_ENTRY(attn_mxfp4_d64, 64, attn::MX)
@@ -405,3 +440,20 @@ ATTN_ENTRY(attn_mxfp4_d256, 256, attn::MX)
 ATTN_ENTRY(attn_nvfp4_d64, 64, attn::NV)
 ATTN_ENTRY(attn_nvfp4_d128, 128, attn::NV)
 ATTN_ENTRY(attn_nvfp4_d256, 256, attn::NV)
+
+// Vᵀ for the on-the-fly path: V [bh][Sk][D] (16-bit elements: bf16 or f16 bits) to
+// Vᵀ [bh][D][Skp], zeros in keys Sk..Skp. 32 × 32 tiles through shared memory (padded
+// against bank conflicts); grid (Skp/32, D/32, bh), 32 × 8 threads.
+extern "C" __global__ void __launch_bounds__(256)
+    transpose_pad_16bit(const unsigned short* v, unsigned short* vt, unsigned Sk, unsigned Skp, unsigned D) {
+    __shared__ unsigned short tile[32][33];
+    const unsigned long long bh = blockIdx.z;
+    const unsigned key0 = blockIdx.x * 32, d0 = blockIdx.y * 32;
+    for (unsigned r = threadIdx.y; r < 32; r += 8) {
+        const unsigned key = key0 + r;
+        tile[r][threadIdx.x] = key < Sk ? v[(bh * Sk + key) * D + d0 + threadIdx.x] : (unsigned short)0;
+    }
+    __syncthreads();
+    for (unsigned r = threadIdx.y; r < 32; r += 8)
+        vt[(bh * D + d0 + r) * Skp + key0 + threadIdx.x] = tile[threadIdx.x][r];
+}

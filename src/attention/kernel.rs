@@ -1,20 +1,29 @@
 //! The fused FP4 attention kernel (`kernels/attention/attn_fp4_sm90.cu`): compiled with NVRTC
 //! for the device, launched over pre-quantized Q, K, V (`QuantizedQkv`), O read back as f32.
 
-use super::reference::score_factor;
+use super::reference::score_scale_log2;
 use super::{AttnShape, QuantizedQkv};
 use crate::codegen::nvrtc::{self, Output};
 use crate::codegen::verify::kernels_dir;
 use crate::device::cuda::{CudaBackend, DeviceBuffer, KernelArg, PtxModule};
 use crate::quant::Format;
+use crate::quant::cuda::{DeviceQuant, InType, QuantKernels};
+use crate::quant::{NvLevels, ScaleMode, Spec};
 use anyhow::{Context, Result, bail};
+use cudarc::driver::sys;
 
 /// The kernel source, relative to `kernels/`.
 pub const SOURCE: &str = "attention/attn_fp4_sm90.cu";
 
-/// Threads per CTA and query rows per CTA, as the kernel is written.
-const THREADS: u32 = 128;
-const ROWS_PER_CTA: usize = 64;
+/// Warps per CTA (16 query rows each): `ATTN_WARPS` in the kernel. `FP4PROBE_ATTN_WARPS`
+/// (4 or 8) overrides it, for tuning.
+pub fn warps() -> usize {
+    std::env::var("FP4PROBE_ATTN_WARPS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&w| w == 4 || w == 8)
+        .unwrap_or(4)
+}
 
 /// `attn_nvfp4_d128`: the entry point for an input format and head dimension.
 pub fn entry(format: Format, head_dim: usize) -> String {
@@ -31,6 +40,7 @@ pub fn compile(arch: &str) -> Result<nvrtc::Compiled> {
         format!("--gpu-architecture={arch}"),
         "-std=c++17".to_string(),
         format!("--include-path={}", dir.display()),
+        format!("-DATTN_WARPS={}", warps()),
     ];
     nvrtc::compile(&src, SOURCE, &options, Output::Cubin)
 }
@@ -39,16 +49,18 @@ pub fn compile(arch: &str) -> Result<nvrtc::Compiled> {
 pub struct AttentionKernel<'a> {
     backend: &'a CudaBackend,
     module: PtxModule,
+    /// `transpose_pad_16bit`, for the on-the-fly path.
+    transpose: sys::CUfunction,
 }
 
 /// Q, K, V on the device and the output buffer, for repeated launches.
 pub struct DeviceQkv {
     pub shape: AttnShape,
     pub format: Format,
-    /// The kernel's score factor (`score_factor`) and V's tensor scale.
-    c: f32,
-    v_ts: f32,
-    bufs: [DeviceBuffer; 6],
+    /// Codes and scales of Q, K, Vᵀ.
+    pub bufs: [DeviceBuffer; 6],
+    /// The tensor scales of Q, K, V (three f32; 1 for MXFP4).
+    pub tensor_scales: DeviceBuffer,
     pub out: DeviceBuffer,
 }
 
@@ -69,12 +81,12 @@ impl DeviceQkv {
             s.batch * s.heads * s.seq_q * s.head_dim * 4,
             "attention output",
         )?;
+        let ts = [qkv.q_tensor_scale, qkv.k_tensor_scale, qkv.v_tensor_scale].map(f32::to_bits);
         Ok(DeviceQkv {
             shape: s,
             format: qkv.format,
-            c: score_factor(qkv),
-            v_ts: qkv.v_tensor_scale,
             bufs,
+            tensor_scales: DeviceBuffer::from_words(backend, &ts, "tensor scales")?,
             out,
         })
     }
@@ -99,37 +111,64 @@ impl<'a> AttentionKernel<'a> {
         let image =
             compile(&arch).with_context(|| format!("compiling kernels/{SOURCE} for {arch}"))?;
         let module = backend.load_cubin(&image.image)?;
-        Ok(AttentionKernel { backend, module })
+        let transpose = module.function("transpose_pad_16bit")?;
+        Ok(AttentionKernel {
+            backend,
+            module,
+            transpose,
+        })
     }
 
     /// Enqueue one forward pass (no wait).
     pub fn enqueue(&self, dev: &DeviceQkv) -> Result<()> {
-        let s = dev.shape;
-        let f = self.module.function(&entry(dev.format, s.head_dim))?;
-        let grid_x = s.seq_q.div_ceil(ROWS_PER_CTA);
+        let ptrs = dev.bufs.each_ref().map(|b| b.ptr());
+        self.enqueue_raw(&dev.shape, dev.format, ptrs, &dev.tensor_scales, &dev.out)
+    }
+
+    /// Enqueue one forward pass over operands anywhere on the device: `ops` are the codes and
+    /// scales of Q, K, Vᵀ (in that order, laid out as `QuantizedQkv` describes), `ts` three
+    /// f32 tensor scales, `out` [B,H,Sq,D] f32.
+    pub fn enqueue_raw(
+        &self,
+        s: &AttnShape,
+        format: Format,
+        ops: [sys::CUdeviceptr; 6],
+        ts: &DeviceBuffer,
+        out: &DeviceBuffer,
+    ) -> Result<()> {
+        let f = self.module.function(&entry(format, s.head_dim))?;
+        let grid_x = s.seq_q.div_ceil(16 * warps());
         let bh = s.batch * s.heads;
         if bh > 65535 {
             bail!("batch × heads = {bh} exceeds the grid's y limit 65535");
         }
+        if out.bytes() < s.q_len() * 4 || ts.bytes() < 12 {
+            bail!("output or tensor-scale buffer too small for {s}");
+        }
         let u = |v: usize, what: &str| {
             u32::try_from(v).with_context(|| format!("{what} {v} does not fit in 32 bits"))
         };
-        let mut args: Vec<KernelArg> = dev.bufs.iter().map(|b| KernelArg::Ptr(b.ptr())).collect();
-        args.push(KernelArg::Ptr(dev.out.ptr()));
+        let mut args: Vec<KernelArg> = ops.iter().map(|&p| KernelArg::Ptr(p)).collect();
+        args.push(KernelArg::Ptr(out.ptr()));
         args.extend([
             KernelArg::U32(u(s.seq_q, "seq_q")?),
             KernelArg::U32(u(s.seq_k, "seq_k")?),
             KernelArg::U32(u(s.seq_k_padded(), "padded seq_k")?),
             KernelArg::U32(s.causal as u32),
-            KernelArg::U32(dev.c.to_bits()),
-            KernelArg::U32(dev.v_ts.to_bits()),
+            KernelArg::Ptr(ts.ptr()),
+            KernelArg::U32(score_scale_log2(s.head_dim).to_bits()),
         ]);
         // SAFETY: attn_{fmt}_dD(6 × const u8*, float*, u32 Sq, u32 Sk, u32 Skp, u32 causal,
-        // u32 c_bits, u32 v_ts_bits): the buffers were sized from the same shape by `QuantizedQkv` and
-        // `DeviceQkv::upload`; the grid covers seq_q and batch·heads.
+        // const float* ts, u32 c0_bits): the caller's buffers hold the operands of `s` in
+        // `format` (QuantizedQkv's layout), `out` and `ts` are checked above; the grid covers
+        // seq_q and batch·heads.
         unsafe {
-            self.backend
-                .launch_2d(f, (u(grid_x, "grid")?, bh as u32), THREADS, &args)
+            self.backend.launch_2d(
+                f,
+                (u(grid_x, "grid")?, bh as u32),
+                32 * warps() as u32,
+                &args,
+            )
         }
     }
 
@@ -174,7 +213,102 @@ impl std::fmt::Display for Resources {
         write!(
             f,
             "{} registers/thread, {} bytes local (spill) memory/thread, {} bytes shared memory/CTA, {} threads/CTA",
-            self.registers, self.local_bytes, self.shared_bytes, THREADS
+            self.registers,
+            self.local_bytes,
+            self.shared_bytes,
+            32 * warps()
         )
+    }
+}
+
+/// The on-the-fly path: 16-bit (bf16 or f16) Q, K, V [B,H,S,D] on the device, quantized there
+/// by the quantizer's kernels (Q, K along D; V transposed and padded by `transpose_pad_16bit`,
+/// then along the keys), then the attention kernel. Same bytes as `prequantize` of the widened
+/// inputs, so the same O. K smoothing is not part of it (it needs K's mean first).
+pub struct OnTheFly {
+    pub shape: AttnShape,
+    pub format: Format,
+    q: DeviceQuant,
+    k: DeviceQuant,
+    v: DeviceBuffer,
+    vt: DeviceQuant,
+    ts: DeviceBuffer,
+    pub out: DeviceBuffer,
+}
+
+impl OnTheFly {
+    /// Upload Q, K, V (little-endian 16-bit elements of `in_type`) and allocate everything.
+    pub fn upload(
+        backend: &CudaBackend,
+        shape: &AttnShape,
+        format: Format,
+        in_type: InType,
+        q: &[u8],
+        k: &[u8],
+        v: &[u8],
+    ) -> Result<Self> {
+        if in_type == InType::F32 {
+            bail!("the on-the-fly path takes bf16 or f16 inputs");
+        }
+        let block = format.block();
+        let vt_elems = shape.vt_len();
+        let vt_in = DeviceBuffer::zeroed(backend, vt_elems * 2, "Vᵀ")?;
+        Ok(OnTheFly {
+            shape: *shape,
+            format,
+            q: DeviceQuant::upload(backend, in_type, q, block)?,
+            k: DeviceQuant::upload(backend, in_type, k, block)?,
+            v: DeviceBuffer::from_bytes(backend, v, "V")?,
+            vt: DeviceQuant::on_device(backend, in_type, vt_in, vt_elems, block)?,
+            ts: DeviceBuffer::from_words(backend, &[1.0f32.to_bits(); 3], "tensor scales")?,
+            out: DeviceBuffer::zeroed(backend, shape.q_len() * 4, "attention output")?,
+        })
+    }
+
+    fn spec(&self) -> Spec {
+        match self.format {
+            Format::Mxfp4 => Spec::mxfp4(ScaleMode::Floor),
+            Format::Nvfp4 => Spec::nvfp4(NvLevels::TwoLevel),
+        }
+    }
+
+    /// Enqueue quantization of Q, K, Vᵀ and the attention kernel (no wait).
+    pub fn enqueue(&self, quant: &QuantKernels, attn: &AttentionKernel) -> Result<()> {
+        let s = &self.shape;
+        let spec = self.spec();
+        quant.enqueue(&spec, &self.q)?;
+        quant.enqueue(&spec, &self.k)?;
+        let u = |v: usize| u32::try_from(v).context("size does not fit in 32 bits");
+        let args = [
+            KernelArg::Ptr(self.v.ptr()),
+            KernelArg::Ptr(self.vt.input.ptr()),
+            KernelArg::U32(u(s.seq_k)?),
+            KernelArg::U32(u(s.seq_k_padded())?),
+            KernelArg::U32(u(s.head_dim)?),
+        ];
+        let grid = (u(s.seq_k_padded() / 32)?, u(s.head_dim / 32)?, u(s.bh())?);
+        // SAFETY: transpose_pad_16bit(const u16* v, u16* vt, u32 Sk, u32 Skp, u32 D): v holds
+        // [bh][Sk][D] and vt [bh][D][Skp] 16-bit elements (allocated from the same shape); the
+        // grid covers Skp/32 × D/32 × bh tiles of 32 × 32.
+        unsafe {
+            attn.backend
+                .launch_3d(attn.transpose, grid, (32, 8), &args)?
+        };
+        quant.enqueue(&spec, &self.vt)?;
+        if spec.two_level() {
+            for (i, t) in [&self.q, &self.k, &self.vt].into_iter().enumerate() {
+                self.ts.copy_range_from_async(4 * i, &t.tensor_scale, 4)?;
+            }
+        }
+        let ops = [
+            &self.q.data,
+            &self.q.scale,
+            &self.k.data,
+            &self.k.scale,
+            &self.vt.data,
+            &self.vt.scale,
+        ]
+        .map(|b| b.ptr());
+        attn.enqueue_raw(s, self.format, ops, &self.ts, &self.out)
     }
 }

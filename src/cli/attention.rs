@@ -1,13 +1,14 @@
 //! `fp4probe attention`: run the fused FP4 attention kernel, validate it against the CPU
 //! references, and benchmark it (CUDA only).
 
-use crate::attention::kernel::{AttentionKernel, DeviceQkv};
+use crate::attention::kernel::{AttentionKernel, DeviceQkv, OnTheFly};
 use crate::attention::{
     AttnShape, Comparison, QuantizedQkv, exact_qkv, gaussian, identity_qkv, outlier_k, prequantize,
     reference_f64, reference_quantized,
 };
 use crate::device::cuda::CudaBackend;
 use crate::quant::Format;
+use crate::quant::cuda::{InType, QuantKernels};
 use anyhow::{Context, Result, bail};
 use clap::ValueEnum;
 use std::fmt::Write as _;
@@ -271,6 +272,56 @@ fn suite_cases() -> Result<Vec<Case>> {
     Ok(cases)
 }
 
+/// Q, K, V as bf16 bytes, and the values those bytes hold, widened to f32.
+fn bf16_inputs(shape: &AttnShape, seed: u64) -> ([Vec<u8>; 3], [Vec<f32>; 3]) {
+    let (q, k, v) = make_inputs(shape, Inputs::Gaussian, seed);
+    let enc = |x: Vec<f32>| -> (Vec<u8>, Vec<f32>) {
+        let bits: Vec<u16> = x
+            .iter()
+            .map(|&v| crate::formats::f32_to_bf16_bits(v))
+            .collect();
+        (
+            bits.iter().flat_map(|b| b.to_le_bytes()).collect(),
+            bits.iter()
+                .map(|&b| f32::from_bits((b as u32) << 16))
+                .collect(),
+        )
+    };
+    let ((qb, qf), (kb, kf), (vb, vf)) = (enc(q), enc(k), enc(v));
+    ([qb, kb, vb], [qf, kf, vf])
+}
+
+/// The on-the-fly path (bf16 in, quantized on the GPU) against the pre-quantized path on the
+/// same values: the same bytes reach the kernel, so O must be identical.
+fn onthefly_matches_prequant(
+    kernel: &AttentionKernel,
+    quant: &QuantKernels,
+    shape: &AttnShape,
+    format: Format,
+) -> Result<Comparison> {
+    let (bytes, wide) = bf16_inputs(shape, 9);
+    let qkv = prequantize(shape, &wide[0], &wide[1], &wide[2], false, format)?;
+    let pre = kernel.run(&qkv)?;
+    let fly = OnTheFly::upload(
+        kernel.backend(),
+        shape,
+        format,
+        InType::Bf16,
+        &bytes[0],
+        &bytes[1],
+        &bytes[2],
+    )?;
+    fly.enqueue(quant, kernel)?;
+    kernel.backend().synchronize()?;
+    let out: Vec<f32> = fly
+        .out
+        .read_u32(shape.q_len())?
+        .into_iter()
+        .map(f32::from_bits)
+        .collect();
+    Ok(Comparison::new(&out, &pre))
+}
+
 fn suite(kernel: &AttentionKernel) -> Result<ExitCode> {
     let mut failed = 0;
     println!(
@@ -303,6 +354,25 @@ fn suite(kernel: &AttentionKernel) -> Result<ExitCode> {
             if ok { "pass" } else { "FAIL" }
         );
     }
+    let quant = QuantKernels::load(kernel.backend())?;
+    for format in [Format::Nvfp4, Format::Mxfp4] {
+        for shape in [
+            AttnShape::new(1, 3, 77, 133, 128, true)?,
+            AttnShape::new(2, 2, 256, 300, 64, false)?,
+        ] {
+            let c = onthefly_matches_prequant(kernel, &quant, &shape, format)?;
+            let ok = c.relative_error == 0.0;
+            failed += !ok as usize;
+            println!(
+                "| {shape} | {} | on-the-fly (bf16 in) vs pre-quantized | {:.6}, {:.2e}, {:.2e} | — | {} |",
+                format.name(),
+                c.cosine,
+                c.relative_error,
+                c.max_abs_error,
+                if ok { "pass" } else { "FAIL" }
+            );
+        }
+    }
     if failed > 0 {
         bail!("{failed} attention validation case(s) failed");
     }
@@ -317,14 +387,25 @@ fn time_kernel(
     warmup: usize,
     repeats: usize,
 ) -> Result<f64> {
+    time_work(kernel, warmup, repeats, || kernel.enqueue(dev))
+}
+
+/// Median CUDA-event time of `work` (which enqueues) over `repeats` runs after `warmup`.
+fn time_work(
+    kernel: &AttentionKernel,
+    warmup: usize,
+    repeats: usize,
+    mut work: impl FnMut() -> Result<()>,
+) -> Result<f64> {
     let backend = kernel.backend();
     for _ in 0..warmup {
-        kernel.enqueue(dev)?;
+        work()?;
     }
     backend.synchronize()?;
-    let mut ms: Vec<f64> = (0..repeats.max(1))
-        .map(|_| backend.time_ms(|| kernel.enqueue(dev)).map(|t| t as f64))
-        .collect::<Result<_>>()?;
+    let mut ms = Vec::with_capacity(repeats.max(1));
+    for _ in 0..repeats.max(1) {
+        ms.push(backend.time_ms(&mut work)? as f64);
+    }
     ms.sort_by(f64::total_cmp);
     Ok(ms[ms.len() / 2])
 }
@@ -342,6 +423,31 @@ fn bench(a: &Args, kernel: &AttentionKernel) -> Result<ExitCode> {
         for &seq in &a.seqs {
             let shape = AttnShape::new(1, a.bench_heads, seq, seq, d, false)?;
             let (q, k, v) = make_inputs(&shape, Inputs::Gaussian, 7);
+            // On the fly: bf16 Q, K, V quantized on the GPU inside the timed region.
+            let (bytes, _) = bf16_inputs(&shape, 7);
+            let quant = QuantKernels::load(kernel.backend())?;
+            let mut fly = OnTheFly::upload(
+                kernel.backend(),
+                &shape,
+                Format::Nvfp4,
+                InType::Bf16,
+                &bytes[0],
+                &bytes[1],
+                &bytes[2],
+            )?;
+            drop(bytes);
+            for causal in [false, true] {
+                fly.shape.causal = causal;
+                let ms = time_work(kernel, a.warmup, a.repeats, || fly.enqueue(&quant, kernel))?;
+                let tflops = fly.shape.flops() / ms / 1e9;
+                let row = format!(
+                    "fp4-onthefly-nvfp4,1,{},{seq},{d},{causal},{ms:.4},{tflops:.1}",
+                    a.bench_heads
+                );
+                eprintln!("{row}");
+                writeln!(csv, "{row}")?;
+            }
+            drop(fly);
             for format in [Format::Nvfp4, Format::Mxfp4] {
                 let qkv: QuantizedQkv = prequantize(&shape, &q, &k, &v, false, format)?;
                 let mut dev = DeviceQkv::upload(kernel.backend(), &qkv)?;

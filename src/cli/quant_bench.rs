@@ -121,7 +121,10 @@ fn encode(x: &[f32], in_type: InType) -> (Vec<u8>, Vec<f32>) {
     match in_type {
         InType::F32 => (x.iter().flat_map(|v| v.to_le_bytes()).collect(), x.to_vec()),
         InType::Bf16 => {
-            let bits: Vec<u16> = x.iter().map(|&v| f32_to_bf16(v)).collect();
+            let bits: Vec<u16> = x
+                .iter()
+                .map(|&v| crate::formats::f32_to_bf16_bits(v))
+                .collect();
             (
                 bits.iter().flat_map(|b| b.to_le_bytes()).collect(),
                 bits.iter()
@@ -141,12 +144,6 @@ fn encode(x: &[f32], in_type: InType) -> (Vec<u8>, Vec<f32>) {
             (bits.iter().flat_map(|b| b.to_le_bytes()).collect(), wide)
         }
     }
-}
-
-/// f32 → bf16 bits, round to nearest even (finite inputs only here).
-fn f32_to_bf16(v: f32) -> u16 {
-    let b = v.to_bits();
-    ((b + 0x7FFF + ((b >> 16) & 1)) >> 16) as u16
 }
 
 struct Timing {

@@ -696,6 +696,35 @@ impl DeviceBuffer {
         )
     }
 
+    /// Copy `bytes` bytes from the start of `src` to byte `offset` of this buffer, on the
+    /// null stream.
+    pub fn copy_range_from_async(
+        &self,
+        offset: usize,
+        src: &DeviceBuffer,
+        bytes: usize,
+    ) -> Result<()> {
+        if offset + bytes > self.bytes || bytes > src.bytes {
+            bail!(
+                "copy of {bytes} bytes to offset {offset} exceeds a buffer ({} / {} bytes)",
+                self.bytes,
+                src.bytes
+            );
+        }
+        // SAFETY: both ranges lie inside live allocations (checked above).
+        check(
+            unsafe {
+                sys::cuMemcpyDtoDAsync_v2(
+                    self.ptr + offset as u64,
+                    src.ptr,
+                    bytes,
+                    std::ptr::null_mut(),
+                )
+            },
+            "cuMemcpyDtoDAsync",
+        )
+    }
+
     /// Copy the first `n` u64 words back.
     pub fn read_u64(&self, n: usize) -> Result<Vec<u64>> {
         if n * 8 > self.bytes {
@@ -882,6 +911,21 @@ impl CudaBackend {
         block: u32,
         args: &[KernelArg],
     ) -> Result<()> {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.launch_3d(f, (grid.0, grid.1, 1), (block, 1), args) }
+    }
+
+    /// `launch` on a three-dimensional grid and a two-dimensional block.
+    ///
+    /// # Safety
+    /// As for `launch`.
+    pub unsafe fn launch_3d(
+        &self,
+        f: sys::CUfunction,
+        grid: (u32, u32, u32),
+        block: (u32, u32),
+        args: &[KernelArg],
+    ) -> Result<()> {
         drv(self.ctx.bind_to_thread(), "binding the CUDA context")?;
         // Each parameter's value lives in its own slot of the right width; the slots are sized
         // up front, so the pointers into them stay valid.
@@ -916,9 +960,9 @@ impl CudaBackend {
                     f,
                     grid.0,
                     grid.1,
-                    1,
-                    block,
-                    1,
+                    grid.2,
+                    block.0,
+                    block.1,
                     1,
                     0,
                     std::ptr::null_mut(),
@@ -926,7 +970,7 @@ impl CudaBackend {
                     std::ptr::null_mut(),
                 )
             },
-            &format!("cuLaunchKernel(grid {grid:?}, block {block})"),
+            &format!("cuLaunchKernel(grid {grid:?}, block {block:?})"),
         )
     }
 

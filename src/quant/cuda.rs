@@ -99,9 +99,28 @@ impl DeviceQuant {
         bytes: &[u8],
         block: usize,
     ) -> Result<Self> {
-        let elements = bytes.len() / in_type.size();
+        let input = DeviceBuffer::from_bytes(backend, bytes, "quantizer input")?;
+        Self::on_device(backend, in_type, input, bytes.len() / in_type.size(), block)
+    }
+
+    /// Quantize `elements` elements already on the device (`input`), e.g. a tensor another
+    /// kernel produced; allocates the outputs.
+    pub fn on_device(
+        backend: &CudaBackend,
+        in_type: InType,
+        input: DeviceBuffer,
+        elements: usize,
+        block: usize,
+    ) -> Result<Self> {
+        if input.bytes() < elements * in_type.size() {
+            bail!(
+                "{elements} {} elements need more than the {} bytes given",
+                in_type.name(),
+                input.bytes()
+            );
+        }
         Ok(DeviceQuant {
-            input: DeviceBuffer::from_bytes(backend, bytes, "quantizer input")?,
+            input,
             data: DeviceBuffer::zeroed(backend, elements / 2, "packed codes")?,
             scale: DeviceBuffer::zeroed(backend, elements / block, "scales")?,
             amax: DeviceBuffer::zeroed(backend, 4, "tensor amax")?,
