@@ -28,7 +28,7 @@ pub enum Inputs {
     Exact,
 }
 
-/// Fused FP4 attention (MXFP4 Q, K, V; P requantized to MXFP4): validate or benchmark.
+/// Fused FP4 attention (NVFP4 or MXFP4 Q, K, V; P requantized to NVFP4): validate or benchmark.
 ///
 /// Without --suite or --bench: one validation run of the given shape and inputs, printing the
 /// kernel's agreement with the CPU reference of the same quantized arithmetic and with f64

@@ -91,7 +91,7 @@ pub enum Command {
     /// Throughput of the quantization kernels against the device copy bandwidth (GPU only),
     /// each output checked against the CPU reference; and the optimal-scale search's gain.
     QuantBench(quant_bench::Args),
-    /// Fused FP4 attention (MXFP4 Q, K, V; P requantized): validate against the CPU references
+    /// Fused FP4 attention (NVFP4 or MXFP4 Q, K, V; P requantized): validate against the CPU references
     /// (--suite) or benchmark (--bench). CUDA only.
     Attention(attention::Args),
     /// Print a lane map file: provenance, validation, closed forms, the map as a table.
