@@ -21,6 +21,7 @@ pub mod palette;
 pub mod probe;
 pub mod provenance;
 pub mod report;
+pub mod rng;
 pub mod sass;
 pub mod tensorio;
 pub mod tools;

@@ -1,29 +1,7 @@
 //! The real binary, driven as a user would, on a machine without a GPU.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
-
-fn fp4probe(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_fp4probe"))
-        .args(args)
-        .output()
-        .expect("binary runs")
-}
-
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("fp4probe-cli-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
+mod common;
+use common::{fp4probe, text, tmpdir};
 
 fn has_driver() -> bool {
     // SAFETY: only probes whether libcuda can be loaded.
@@ -32,7 +10,7 @@ fn has_driver() -> bool {
 
 #[test]
 fn fragment_on_the_emulator_writes_json_and_csv() {
-    let dir = tmpdir("frag");
+    let dir = tmpdir("cli", "frag");
     let o = fp4probe(&[
         "fragment",
         "--shape",
@@ -86,7 +64,7 @@ fn auto_backend_without_a_gpu_falls_back_loudly() {
         eprintln!("skipped: a CUDA driver is present");
         return;
     }
-    let dir = tmpdir("auto");
+    let dir = tmpdir("cli", "auto");
     let o = fp4probe(&[
         "fragment",
         "--variant",
@@ -116,7 +94,7 @@ fn auto_backend_without_a_gpu_falls_back_loudly() {
 
 #[test]
 fn malformed_map_file_says_where() {
-    let dir = tmpdir("bad");
+    let dir = tmpdir("cli", "bad");
     let bad = dir.join("bad.json");
     std::fs::write(
         &bad,
@@ -129,7 +107,7 @@ fn malformed_map_file_says_where() {
     assert!(t.contains("bad.json:3:"), "{t}");
 
     // A structurally valid file whose slots are not a layout: which operand and entry.
-    let dir2 = tmpdir("bad2");
+    let dir2 = tmpdir("cli", "bad2");
     let ok = fp4probe(&[
         "fragment",
         "--variant",

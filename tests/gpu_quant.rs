@@ -6,7 +6,7 @@
 //!   from f32, bf16 and f16 inputs, including NaN/Inf blocks and tiny and huge magnitudes.
 
 use fp4probe::device::cuda::CudaBackend;
-use fp4probe::quant::cuda::{InType, QuantKernels};
+use fp4probe::quant::cuda::{InType, QuantKernels, encode_input};
 use fp4probe::quant::{self, NvLevels, Quantized, ScaleMode, Spec};
 use fp4probe::tensorio::{self, DType};
 use std::path::Path;
@@ -109,30 +109,6 @@ fn awkward(n: usize, seed: u64, non_finite: bool) -> Vec<f32> {
         .collect()
 }
 
-fn bytes_of(x: &[f32], t: InType) -> (Vec<u8>, Vec<f32>) {
-    match t {
-        InType::F32 => (x.iter().flat_map(|v| v.to_le_bytes()).collect(), x.to_vec()),
-        InType::Bf16 => {
-            // Truncate to bf16 (any rounding will do: the widened values are what both see).
-            let bits: Vec<u16> = x.iter().map(|v| (v.to_bits() >> 16) as u16).collect();
-            (
-                bits.iter().flat_map(|b| b.to_le_bytes()).collect(),
-                bits.iter()
-                    .map(|&b| f32::from_bits((b as u32) << 16))
-                    .collect(),
-            )
-        }
-        InType::F16 => {
-            let bits: Vec<u16> = x
-                .iter()
-                .map(|&v| fp4probe::formats::f64_to_f16_bits(v as f64))
-                .collect();
-            let wide = bits.iter().map(|&b| tensorio::f16_bits_to_f32(b)).collect();
-            (bits.iter().flat_map(|b| b.to_le_bytes()).collect(), wide)
-        }
-    }
-}
-
 #[test]
 fn kernels_equal_the_cpu_reference_on_awkward_tensors() {
     if !gpu_or_skip("kernels_equal_the_cpu_reference_on_awkward_tensors") {
@@ -161,7 +137,7 @@ fn kernels_equal_the_cpu_reference_on_awkward_tensors() {
         for in_type in [InType::F32, InType::Bf16, InType::F16] {
             for non_finite in [false, true] {
                 let x = awkward(shape[0] * shape[1], 7 + si as u64 * 13, non_finite);
-                let (bytes, xf) = bytes_of(&x, in_type);
+                let (bytes, xf) = encode_input(&x, in_type);
                 for spec in &specs {
                     let name = format!(
                         "{} {} {:?} non-finite {non_finite}",

@@ -2,32 +2,12 @@
 //! files out, the independent vectors reproduced through the command line, and clear errors
 //! that leave existing outputs alone.
 
+mod common;
+use common::{fp4probe, text, tmpdir};
+
 use fp4probe::tensorio::{self, DType, Tensor};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn fp4probe(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_fp4probe"))
-        .args(args)
-        .output()
-        .expect("binary runs")
-}
-
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("fp4probe-qcli-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
+use std::path::Path;
 
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
@@ -37,7 +17,7 @@ fn s(p: &Path) -> &str {
 /// give the vector's bytes; dequantize must give its values.
 #[test]
 fn the_command_line_reproduces_independent_vectors() {
-    let dir = tmpdir("vectors");
+    let dir = tmpdir("qcli", "vectors");
     let vectors = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/vectors/quant");
     let cases: [(&str, &[&str]); 4] = [
         (
@@ -116,7 +96,7 @@ fn the_command_line_reproduces_independent_vectors() {
 
 #[test]
 fn search_reports_its_error_reduction() {
-    let dir = tmpdir("search");
+    let dir = tmpdir("qcli", "search");
     let x: Vec<f32> = (0..64 * 64)
         .map(|i| ((i * 7919 % 1000) as f32 / 250.0 - 2.0).powi(3))
         .collect();
@@ -153,7 +133,7 @@ fn search_reports_its_error_reduction() {
 
 #[test]
 fn bad_inputs_get_clear_errors_and_leave_the_output_alone() {
-    let dir = tmpdir("errors");
+    let dir = tmpdir("qcli", "errors");
     let out = dir.join("q.safetensors");
     std::fs::write(&out, b"precious").unwrap();
     let save = |name: &str, t: Tensor| {
@@ -232,7 +212,7 @@ fn auto_falls_back_loudly_and_cuda_refuses_without_a_driver() {
     if unsafe { cudarc::driver::sys::is_culib_present() } {
         return;
     }
-    let dir = tmpdir("auto");
+    let dir = tmpdir("qcli", "auto");
     let input = dir.join("x.npy");
     tensorio::write_npy(&input, &Tensor::from_f32(vec![1, 32], &[0.5; 32])).unwrap();
     let out = dir.join("q.safetensors");

@@ -1,6 +1,9 @@
 //! The scale probe on the emulator: it reads back the documented scale model, and it reports a
 //! different model differently (it measures; it does not assume).
 
+mod common;
+use common::{fp4probe, text, tmpdir};
+
 use anyhow::Result;
 use fp4probe::device::emulator::Emulator;
 use fp4probe::device::{Backend, Batch, DWords, DeviceInfo};
@@ -12,8 +15,6 @@ use fp4probe::probe::scale::{
 };
 use fp4probe::tools;
 use std::collections::BTreeMap;
-use std::path::PathBuf;
-use std::process::{Command, Output};
 
 const MX_E2M1: &str = "m16n8k32.kind::mxf8f6f4.block_scale.scale_vec::1X.f32.e2m1.e2m1.f32.ue8m0";
 const MXF4_2X: &str = "m16n8k64.kind::mxf4.block_scale.scale_vec::2X.f32.e2m1.e2m1.f32.ue8m0";
@@ -256,7 +257,7 @@ fn scale_map_round_trips_and_says_emulator() {
     );
     assert_eq!(map.status, ScaleStatus::Explained);
     assert!(map.note.contains("not a hardware finding"));
-    let dir = tmpdir("roundtrip");
+    let dir = tmpdir("scale", "roundtrip");
     let path = map.write(&dir).unwrap();
     assert!(path.to_str().unwrap().ends_with(".scale.json"));
     let back = ScaleMap::load(&path).unwrap();
@@ -299,31 +300,9 @@ fn ptxas_selector_ranges_match_the_recorded_ones() {
 
 // --- the binary ---------------------------------------------------------------------------------
 
-fn fp4probe(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_fp4probe"))
-        .args(args)
-        .output()
-        .expect("binary runs")
-}
-
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("fp4probe-scale-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
 #[test]
 fn cli_writes_scale_maps_labelled_emulator() {
-    let dir = tmpdir("cli");
+    let dir = tmpdir("scale", "cli");
     let o = fp4probe(&[
         "scale",
         "--variant",
@@ -362,7 +341,7 @@ fn cli_writes_scale_maps_labelled_emulator() {
 
 #[test]
 fn cli_all_on_the_emulator_runs_the_29_block_scaled_variants() {
-    let dir = tmpdir("all");
+    let dir = tmpdir("scale", "all");
     let o = fp4probe(&[
         "scale",
         "--all",
@@ -394,7 +373,7 @@ fn cli_all_on_the_emulator_runs_the_29_block_scaled_variants() {
 
 #[test]
 fn cli_measured_map_places_elements() {
-    let dir = tmpdir("map");
+    let dir = tmpdir("scale", "map");
     let o = fp4probe(&[
         "fragment",
         "--variant",

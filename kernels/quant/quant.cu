@@ -173,6 +173,22 @@ __device__ __forceinline__ float block_sse(const float v[8], u32 word, float val
     return acc;
 }
 
+// The In::UNROLL groups base, base + blockDim.x, ... of this thread, all loads issued before
+// any value is used; groups past the end read as zeros.
+template <class In>
+__device__ __forceinline__ void load_groups(const void* x, u64 base, u32 groups, float (&v)[In::UNROLL][8]) {
+#pragma unroll
+    for (int u = 0; u < In::UNROLL; u++) {
+        const u64 g = base + (u64)u * blockDim.x;
+        if (g < groups) {
+            In::load(x, g, v[u]);
+        } else {
+#pragma unroll
+            for (int i = 0; i < 8; i++) v[u][i] = 0.0f;
+        }
+    }
+}
+
 template <class In, int FMT, bool SEARCH>
 __device__ __forceinline__ void quantize(const void* x, u32 groups, u32* data, u8* scale,
                                          const u32* tensor_amax, float* tensor_scale_out, u32 mode) {
@@ -189,16 +205,7 @@ __device__ __forceinline__ void quantize(const void* x, u32 groups, u32* data, u
     constexpr int UNROLL = In::UNROLL;
     const u64 base = (u64)blockIdx.x * blockDim.x * UNROLL + threadIdx.x;
     float v[UNROLL][8];
-#pragma unroll
-    for (int u = 0; u < UNROLL; u++) {
-        u64 g = base + (u64)u * blockDim.x;
-        if (g < groups) {
-            In::load(x, g, v[u]);
-        } else {
-#pragma unroll
-            for (int i = 0; i < 8; i++) v[u][i] = 0.0f;
-        }
-    }
+    load_groups<In>(x, base, groups, v);
 #pragma unroll
     for (int u = 0; u < UNROLL; u++) {
         u64 g = base + (u64)u * blockDim.x;
@@ -260,16 +267,7 @@ __device__ __forceinline__ void finite_amax(const void* x, u32 groups, u32* out)
     const u64 stride = (u64)gridDim.x * blockDim.x * UNROLL;
     for (u64 base = (u64)blockIdx.x * blockDim.x * UNROLL + threadIdx.x; base < groups; base += stride) {
         float v[UNROLL][8];
-#pragma unroll
-        for (int u = 0; u < UNROLL; u++) {
-            u64 g = base + (u64)u * blockDim.x;
-            if (g < groups) {
-                In::load(x, g, v[u]);
-            } else {
-#pragma unroll
-                for (int i = 0; i < 8; i++) v[u][i] = 0.0f;
-            }
-        }
+        load_groups<In>(x, base, groups, v);
 #pragma unroll
         for (int u = 0; u < UNROLL; u++) {
 #pragma unroll

@@ -8,7 +8,7 @@ use crate::attention::{
 };
 use crate::device::cuda::CudaBackend;
 use crate::quant::Format;
-use crate::quant::cuda::{InType, QuantKernels};
+use crate::quant::cuda::{InType, QuantKernels, encode_input};
 use anyhow::{Context, Result, bail};
 use clap::ValueEnum;
 use std::fmt::Write as _;
@@ -275,19 +275,11 @@ fn suite_cases() -> Result<Vec<Case>> {
 /// Q, K, V as bf16 bytes, and the values those bytes hold, widened to f32.
 fn bf16_inputs(shape: &AttnShape, seed: u64) -> ([Vec<u8>; 3], [Vec<f32>; 3]) {
     let (q, k, v) = make_inputs(shape, Inputs::Gaussian, seed);
-    let enc = |x: Vec<f32>| -> (Vec<u8>, Vec<f32>) {
-        let bits: Vec<u16> = x
-            .iter()
-            .map(|&v| crate::formats::f32_to_bf16_bits(v))
-            .collect();
-        (
-            bits.iter().flat_map(|b| b.to_le_bytes()).collect(),
-            bits.iter()
-                .map(|&b| f32::from_bits((b as u32) << 16))
-                .collect(),
-        )
-    };
-    let ((qb, qf), (kb, kf), (vb, vf)) = (enc(q), enc(k), enc(v));
+    let ((qb, qf), (kb, kf), (vb, vf)) = (
+        encode_input(&q, InType::Bf16),
+        encode_input(&k, InType::Bf16),
+        encode_input(&v, InType::Bf16),
+    );
     ([qb, kb, vb], [qf, kf, vf])
 }
 
@@ -380,34 +372,14 @@ fn suite(kernel: &AttentionKernel) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Median CUDA-event time of the kernel over `repeats` launches after `warmup`.
-fn time_kernel(
-    kernel: &AttentionKernel,
-    dev: &DeviceQkv,
-    warmup: usize,
-    repeats: usize,
-) -> Result<f64> {
-    time_work(kernel, warmup, repeats, || kernel.enqueue(dev))
-}
-
 /// Median CUDA-event time of `work` (which enqueues) over `repeats` runs after `warmup`.
 fn time_work(
     kernel: &AttentionKernel,
     warmup: usize,
     repeats: usize,
-    mut work: impl FnMut() -> Result<()>,
+    work: impl FnMut() -> Result<()>,
 ) -> Result<f64> {
-    let backend = kernel.backend();
-    for _ in 0..warmup {
-        work()?;
-    }
-    backend.synchronize()?;
-    let mut ms = Vec::with_capacity(repeats.max(1));
-    for _ in 0..repeats.max(1) {
-        ms.push(backend.time_ms(&mut work)? as f64);
-    }
-    ms.sort_by(f64::total_cmp);
-    Ok(ms[ms.len() / 2])
+    Ok(kernel.backend().median_ms(warmup, repeats, work)?.median)
 }
 
 fn bench(a: &Args, kernel: &AttentionKernel) -> Result<ExitCode> {
@@ -453,7 +425,7 @@ fn bench(a: &Args, kernel: &AttentionKernel) -> Result<ExitCode> {
                 let mut dev = DeviceQkv::upload(kernel.backend(), &qkv)?;
                 for causal in [false, true] {
                     dev.shape.causal = causal;
-                    let ms = time_kernel(kernel, &dev, a.warmup, a.repeats)?;
+                    let ms = time_work(kernel, a.warmup, a.repeats, || kernel.enqueue(&dev))?;
                     let tflops = dev.shape.flops() / ms / 1e9;
                     let row = format!(
                         "fp4-prequant-{},1,{},{seq},{d},{causal},{ms:.4},{tflops:.1}",

@@ -5,8 +5,8 @@
 
 use super::quantize::{compare_bytes, squared_error};
 use crate::device::Backend;
-use crate::device::cuda::{CudaBackend, DeviceBuffer};
-use crate::quant::cuda::{DeviceQuant, InType, QuantKernels};
+use crate::device::cuda::{CudaBackend, DeviceBuffer, Timing};
+use crate::quant::cuda::{DeviceQuant, InType, QuantKernels, encode_input};
 use crate::quant::{self, NvLevels, Quantized, ScaleMode, Spec};
 use anyhow::{Context, Result, bail};
 use std::fmt::Write as _;
@@ -70,30 +70,12 @@ fn parse_type(s: &str) -> Result<InType> {
     })
 }
 
-/// splitmix64 → uniform → Box–Muller normals; deterministic, no crates.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn uniform(&mut self) -> f64 {
-        ((self.next() >> 11) as f64 + 0.5) / (1u64 << 53) as f64
-    }
-    fn normal(&mut self) -> f64 {
-        (-2.0 * self.uniform().ln()).sqrt() * (std::f64::consts::TAU * self.uniform()).cos()
-    }
-}
-
 /// Gaussian rows scaled by 2^k, k in -8..8: many different block scales.
 fn bench_input(rows: usize, cols: usize, seed: u64) -> Vec<f32> {
-    let mut rng = Rng(seed);
+    let mut rng = crate::rng::SplitMix64::new(seed);
     let mut x = Vec::with_capacity(rows * cols);
     for _ in 0..rows {
-        let scale = 2f64.powi((rng.next() % 17) as i32 - 8);
+        let scale = 2f64.powi(rng.below(17) as i32 - 8);
         x.extend((0..cols).map(|_| (rng.normal() * scale) as f32));
     }
     x
@@ -102,7 +84,7 @@ fn bench_input(rows: usize, cols: usize, seed: u64) -> Vec<f32> {
 /// Weights-like: Student-t (ν = 5) entries, per-row log-normal scale around 0.02, and 0.5% of
 /// the columns ×8 (the outlier channels of real transformer weights).
 pub fn weights_like(rows: usize, cols: usize, seed: u64) -> Vec<f32> {
-    let mut rng = Rng(seed);
+    let mut rng = crate::rng::SplitMix64::new(seed);
     let outlier: Vec<bool> = (0..cols).map(|_| rng.uniform() < 0.005).collect();
     let mut x = Vec::with_capacity(rows * cols);
     for _ in 0..rows {
@@ -114,64 +96,6 @@ pub fn weights_like(rows: usize, cols: usize, seed: u64) -> Vec<f32> {
         }
     }
     x
-}
-
-/// The input as `in_type` bytes, and the values those bytes hold, widened to f32.
-fn encode(x: &[f32], in_type: InType) -> (Vec<u8>, Vec<f32>) {
-    match in_type {
-        InType::F32 => (x.iter().flat_map(|v| v.to_le_bytes()).collect(), x.to_vec()),
-        InType::Bf16 => {
-            let bits: Vec<u16> = x
-                .iter()
-                .map(|&v| crate::formats::f32_to_bf16_bits(v))
-                .collect();
-            (
-                bits.iter().flat_map(|b| b.to_le_bytes()).collect(),
-                bits.iter()
-                    .map(|&b| f32::from_bits((b as u32) << 16))
-                    .collect(),
-            )
-        }
-        InType::F16 => {
-            let bits: Vec<u16> = x
-                .iter()
-                .map(|&v| crate::formats::f64_to_f16_bits(v as f64))
-                .collect();
-            let wide = bits
-                .iter()
-                .map(|&b| crate::formats::ElemType::F16.decode(b as u64) as f32)
-                .collect();
-            (bits.iter().flat_map(|b| b.to_le_bytes()).collect(), wide)
-        }
-    }
-}
-
-struct Timing {
-    median: f64,
-    min: f64,
-    max: f64,
-}
-
-fn time(
-    backend: &CudaBackend,
-    warmup: usize,
-    repeats: usize,
-    mut work: impl FnMut() -> Result<()>,
-) -> Result<Timing> {
-    for _ in 0..warmup {
-        work()?;
-    }
-    backend.synchronize()?;
-    let mut ms = Vec::with_capacity(repeats);
-    for _ in 0..repeats.max(1) {
-        ms.push(backend.time_ms(&mut work)? as f64);
-    }
-    ms.sort_by(f64::total_cmp);
-    Ok(Timing {
-        median: ms[ms.len() / 2],
-        min: ms[0],
-        max: ms[ms.len() - 1],
-    })
 }
 
 struct Row {
@@ -254,7 +178,8 @@ pub fn run(a: Args) -> Result<ExitCode> {
         let in_type = parse_type(dt)?;
         for size in &a.sizes {
             let (r, c) = parse_size(size)?;
-            let (bytes, x) = encode(&bench_input(r, c, 1 + r as u64 * 31 + c as u64), in_type);
+            let (bytes, x) =
+                encode_input(&bench_input(r, c, 1 + r as u64 * 31 + c as u64), in_type);
             let copy_dst = DeviceBuffer::zeroed(&backend, bytes.len(), "copy destination")?;
             for spec in specs() {
                 let buf = DeviceQuant::upload(&backend, in_type, &bytes, spec.block())?;
@@ -265,9 +190,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
                         format!("{} {} {r}x{c}", format_name(&spec), in_type.name())
                     })?;
                 }
-                let t = time(&backend, a.warmup, a.repeats, || {
-                    kernels.enqueue(&spec, &buf)
-                })?;
+                let t = backend.median_ms(a.warmup, a.repeats, || kernels.enqueue(&spec, &buf))?;
                 rows.push(Row {
                     imp: "fp4probe-cuda",
                     format: format_name(&spec),
@@ -281,9 +204,8 @@ pub fn run(a: Args) -> Result<ExitCode> {
                 if spec.two_level() {
                     // The quantization pass alone, the tensor amax already known (calibrated
                     // scales, or an amax fused into the producer of x): one read of the input.
-                    let t = time(&backend, a.warmup, a.repeats, || {
-                        kernels.enqueue_quant(&spec, &buf)
-                    })?;
+                    let t = backend
+                        .median_ms(a.warmup, a.repeats, || kernels.enqueue_quant(&spec, &buf))?;
                     let format = "nvfp4-two-level-given-amax".to_string();
                     rows.push(Row {
                         imp: "fp4probe-cuda",
@@ -296,9 +218,8 @@ pub fn run(a: Args) -> Result<ExitCode> {
                     });
                 }
                 if spec == specs()[0] {
-                    let t = time(&backend, a.warmup, a.repeats, || {
-                        copy_dst.copy_from_async(&buf.input)
-                    })?;
+                    let t = backend
+                        .median_ms(a.warmup, a.repeats, || copy_dst.copy_from_async(&buf.input))?;
                     rows.push(Row {
                         imp: "copy-driver",
                         format: "copy".into(),
@@ -368,7 +289,7 @@ fn search_rows(a: &Args, backend: &CudaBackend, kernels: &QuantKernels) -> Resul
         "format,input_dtype,rows,cols,sse_naive,sse_search,reduction_pct,blocks_changed_pct,ms_naive,ms_search,gb_per_s_search\n",
     );
     for in_type in [InType::F32, InType::Bf16] {
-        let (bytes, xw) = encode(&x, in_type);
+        let (bytes, xw) = encode_input(&x, in_type);
         for naive in [
             Spec::mxfp4(ScaleMode::Floor),
             Spec::nvfp4(NvLevels::TwoLevel),
@@ -384,12 +305,8 @@ fn search_rows(a: &Args, backend: &CudaBackend, kernels: &QuantKernels) -> Resul
                 compare_bytes(&qs, &cpu)
                     .with_context(|| format!("{} {}", format_name(&searched), in_type.name()))?;
             }
-            let tn = time(backend, a.warmup, a.repeats, || {
-                kernels.enqueue(&naive, &buf)
-            })?;
-            let ts = time(backend, a.warmup, a.repeats, || {
-                kernels.enqueue(&searched, &buf)
-            })?;
+            let tn = backend.median_ms(a.warmup, a.repeats, || kernels.enqueue(&naive, &buf))?;
+            let ts = backend.median_ms(a.warmup, a.repeats, || kernels.enqueue(&searched, &buf))?;
             let (en, es) = (squared_error(&xw, &qn), squared_error(&xw, &qs));
             let changed = qn
                 .scale

@@ -628,17 +628,11 @@ impl DeviceBuffer {
 
     /// Copy the first `n` u32 words back (synchronous: waits for the work before it).
     pub fn read_u32(&self, n: usize) -> Result<Vec<u32>> {
-        if n * 4 > self.bytes {
-            bail!("reading {n} words from a buffer of {} bytes", self.bytes);
-        }
-        drv(self.ctx.bind_to_thread(), "binding the CUDA context")?;
-        let mut out = vec![0u32; n];
-        // SAFETY: the buffer holds at least `n * 4` bytes (checked above).
-        drv(
-            unsafe { result::memcpy_dtoh_sync(&mut out, self.ptr) },
-            "cuMemcpyDtoH",
-        )?;
-        Ok(out)
+        let bytes = self.read_bytes(n * 4)?;
+        Ok(bytes
+            .chunks_exact(4)
+            .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
+            .collect())
     }
 
     /// A buffer holding a copy of `host` (padded with zeros to a multiple of 4 bytes).
@@ -752,6 +746,14 @@ impl Drop for DeviceBuffer {
             let _ = unsafe { result::free_sync(self.ptr) };
         }
     }
+}
+
+/// Repeated timings of one piece of GPU work, in milliseconds.
+#[derive(Clone, Copy, Debug)]
+pub struct Timing {
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
 }
 
 /// One kernel parameter, as the kernel declares it.
@@ -1000,6 +1002,30 @@ impl CudaBackend {
             unsafe { result::event::elapsed(start.0, end.0) },
             "cuEventElapsedTime",
         )
+    }
+
+    /// Median, minimum and maximum of `repeats` CUDA-event timings of `work` (which enqueues
+    /// on the null stream), after `warmup` untimed runs, in milliseconds.
+    pub fn median_ms(
+        &self,
+        warmup: usize,
+        repeats: usize,
+        mut work: impl FnMut() -> Result<()>,
+    ) -> Result<Timing> {
+        for _ in 0..warmup {
+            work()?;
+        }
+        self.synchronize()?;
+        let mut ms = Vec::with_capacity(repeats.max(1));
+        for _ in 0..repeats.max(1) {
+            ms.push(self.time_ms(&mut work)? as f64);
+        }
+        ms.sort_by(f64::total_cmp);
+        Ok(Timing {
+            median: ms[ms.len() / 2],
+            min: ms[0],
+            max: ms[ms.len() - 1],
+        })
     }
 
     /// `launch` timed with `time_ms`.

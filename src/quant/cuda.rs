@@ -58,6 +58,32 @@ impl InType {
     }
 }
 
+/// `x` stored as `in_type` (bf16 and f16 rounded to nearest even), and the values those bytes
+/// hold widened back to f32: what the kernels read and what the CPU reference must be given.
+pub fn encode_input(x: &[f32], in_type: InType) -> (Vec<u8>, Vec<f32>) {
+    let halves = |bits: Vec<u16>, widen: fn(u16) -> f32| -> (Vec<u8>, Vec<f32>) {
+        (
+            bits.iter().flat_map(|b| b.to_le_bytes()).collect(),
+            bits.into_iter().map(widen).collect(),
+        )
+    };
+    match in_type {
+        InType::F32 => (x.iter().flat_map(|v| v.to_le_bytes()).collect(), x.to_vec()),
+        InType::Bf16 => halves(
+            x.iter()
+                .map(|&v| crate::formats::f32_to_bf16_bits(v))
+                .collect(),
+            crate::tensorio::bf16_bits_to_f32,
+        ),
+        InType::F16 => halves(
+            x.iter()
+                .map(|&v| crate::formats::f64_to_f16_bits(v as f64))
+                .collect(),
+            crate::tensorio::f16_bits_to_f32,
+        ),
+    }
+}
+
 /// Compile the kernels for `arch` (`sm_90`, `sm_120a`, ...).
 pub fn compile(arch: &str) -> Result<nvrtc::Compiled> {
     let options = vec![
