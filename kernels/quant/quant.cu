@@ -36,38 +36,36 @@ struct InF32 {
 #define UNROLL_16BIT 4
 #endif
 
-struct InBF16 {
+// 16-bit inputs: one 16-byte load of 8 elements, each widened exactly by Widen.
+template <class Widen>
+struct In16 {
     static constexpr int UNROLL = UNROLL_16BIT;
     static __device__ __forceinline__ void load(const void* x, u64 g, float v[8]) {
         uint4 a = __ldg(reinterpret_cast<const uint4*>(x) + g);
         u32 w[4] = {a.x, a.y, a.z, a.w};
 #pragma unroll
         for (int i = 0; i < 4; i++) {
-            v[2 * i] = __uint_as_float(w[i] << 16);
-            v[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
+            v[2 * i] = Widen::f32(w[i] & 0xffffu);
+            v[2 * i + 1] = Widen::f32(w[i] >> 16);
         }
     }
 };
 
-__device__ __forceinline__ float half_bits_to_f32(u32 h) {
-    float f;
-    unsigned short s = (unsigned short)h;
-    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(s));
-    return f;
-}
+struct Bf16Bits {
+    static __device__ __forceinline__ float f32(u32 h) { return __uint_as_float(h << 16); }
+};
 
-struct InF16 {
-    static constexpr int UNROLL = UNROLL_16BIT;
-    static __device__ __forceinline__ void load(const void* x, u64 g, float v[8]) {
-        uint4 a = __ldg(reinterpret_cast<const uint4*>(x) + g);
-        u32 w[4] = {a.x, a.y, a.z, a.w};
-#pragma unroll
-        for (int i = 0; i < 4; i++) {
-            v[2 * i] = half_bits_to_f32(w[i] & 0xffffu);
-            v[2 * i + 1] = half_bits_to_f32(w[i] >> 16);
-        }
+struct F16Bits {
+    static __device__ __forceinline__ float f32(u32 h) {
+        float f;
+        unsigned short s = (unsigned short)h;
+        asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(s));
+        return f;
     }
 };
+
+typedef In16<Bf16Bits> InBF16;
+typedef In16<F16Bits> InF16;
 
 // ---- scale choice (scale.rs) ------------------------------------------------------------------
 
