@@ -70,6 +70,8 @@ fn exact_rows(rng: &mut SplitMix64, rows: usize, row: usize, exponents: &[i32]) 
 
 /// Inputs MXFP4 floor quantizes losslessly along the axes `prequantize` blocks them on: Q and
 /// K per 32 along D, V per 32 keys along the key axis (V is built as V^T and transposed).
+/// (Under two-level NVFP4 the tensor scale makes block scales non-powers of two, so there they
+/// are merely structured inputs; the kernel is still compared with the quantized reference.)
 /// Exponents keep the scores moderate (|Q|,|K| ≤ 1.5) so softmax is neither flat nor one-hot.
 pub fn exact_qkv(shape: &AttnShape, seed: u64) -> Qkv {
     let mut rng = SplitMix64::new(seed);

@@ -1,4 +1,4 @@
-//! The FP4 operands the fused kernel reads, built from f32 Q, K, V with the crate's MXFP4
+//! The FP4 operands the fused kernel reads, built from f32 Q, K, V with the crate's FP4
 //! quantizer (so kernel inputs and CPU reference inputs are the same bytes).
 
 use super::shape::AttnShape;

@@ -7,7 +7,8 @@ use thiserror::Error;
 /// time per head_dim).
 pub const SUPPORTED_HEAD_DIMS: [usize; 3] = [64, 128, 256];
 
-/// MXFP4 block length: Q and K are blocked along D, V and P along the key axis.
+/// The key axis is padded to a multiple of this (the MXFP4 block; NVFP4's 16 divides it):
+/// Vᵀ rows and P blocks never straddle the end of the keys.
 pub const BLOCK: usize = 32;
 
 /// Why a shape is refused.
