@@ -3,8 +3,8 @@
 //! without CI set) the tests print a note and pass; on CI NVRTC is required.
 
 use fp4probe::codegen::nvrtc;
-use fp4probe::quant::Format;
 use fp4probe::quant::cuda::{InType, compile, quant_entry, unroll_16bit};
+use fp4probe::quant::{NvLevels, ScaleMode, Spec};
 use fp4probe::tools;
 
 fn nvrtc_or_skip(test: &str) -> bool {
@@ -55,9 +55,15 @@ fn kernels_compile_for_sm90_and_sm120a_with_wide_loads_and_no_per_element_divisi
         if std::env::var_os("FP4PROBE_DUMP_SASS").is_some() {
             std::fs::write(format!("target/quant-{arch}.sass"), &listing).unwrap();
         }
-        for format in [Format::Mxfp4, Format::Nvfp4] {
+        let specs = [
+            Spec::mxfp4(ScaleMode::Floor),
+            Spec::mxfp4(ScaleMode::Rceil),
+            Spec::nvfp4(NvLevels::OneLevel),
+            Spec::nvfp4(NvLevels::TwoLevel),
+        ];
+        for spec in specs {
             for input in [InType::F32, InType::Bf16, InType::F16] {
-                let name = quant_entry(format, input, false);
+                let name = quant_entry(&spec, input);
                 let f = function_sass(&listing, &name);
                 assert!(!f.is_empty(), "{arch}: {name} missing from the cubin");
                 // 4 groups of f32 a thread (two 16-byte loads each), unroll_16bit() of 16-bit.

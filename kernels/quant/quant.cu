@@ -187,9 +187,12 @@ __device__ __forceinline__ void load_groups(const void* x, u64 base, u32 groups,
     }
 }
 
-template <class In, int FMT, bool SEARCH>
+// MODE is compile-time (one entry point per mode): a run-time mode would put a branch into
+// every group, which splits the unrolled groups into separately scheduled pieces.
+template <class In, int FMT, bool SEARCH, u32 MODE>
 __device__ __forceinline__ void quantize(const void* x, u32 groups, u32* data, u8* scale,
-                                         const u32* tensor_amax, float* tensor_scale_out, u32 mode) {
+                                         const u32* tensor_amax, float* tensor_scale_out) {
+    constexpr u32 mode = MODE;
     constexpr int TPB = FMT == MX ? 4 : 2;
     // NVFP4 two-level (mode 2): tensor scale from the finite amax the first kernel found.
     const bool two_level = FMT == NV && mode == 2;
@@ -279,25 +282,29 @@ __device__ __forceinline__ void finite_amax(const void* x, u32 groups, u32* out)
     if ((threadIdx.x & 31u) == 0) atomicMax(out, m);
 }
 
-#define QUANT_ENTRY(NAME, IN, FMT, SEARCH)                                                       \
+// MXFP4 modes: 0 floor, 1 ceil, 2 even, 3 rceil; NVFP4: 1 one-level, 2 two-level.
+#define QUANT_ENTRY(NAME, IN, FMT, SEARCH, MODE)                                                 \
     extern "C" __global__ void __launch_bounds__(256)                                            \
         NAME(const void* x, u32 groups, u32* data, u8* scale, const u32* tensor_amax,           \
-             float* tensor_scale_out, u32 mode) {                                                \
-        quantize<IN, FMT, SEARCH>(x, groups, data, scale, tensor_amax, tensor_scale_out, mode);  \
+             float* tensor_scale_out) {                                                          \
+        quantize<IN, FMT, SEARCH, MODE>(x, groups, data, scale, tensor_amax, tensor_scale_out);  \
     }
 
-QUANT_ENTRY(quant_mxfp4_f32, InF32, MX, false)
-QUANT_ENTRY(quant_mxfp4_bf16, InBF16, MX, false)
-QUANT_ENTRY(quant_mxfp4_f16, InF16, MX, false)
-QUANT_ENTRY(quant_nvfp4_f32, InF32, NV, false)
-QUANT_ENTRY(quant_nvfp4_bf16, InBF16, NV, false)
-QUANT_ENTRY(quant_nvfp4_f16, InF16, NV, false)
-QUANT_ENTRY(search_mxfp4_f32, InF32, MX, true)
-QUANT_ENTRY(search_mxfp4_bf16, InBF16, MX, true)
-QUANT_ENTRY(search_mxfp4_f16, InF16, MX, true)
-QUANT_ENTRY(search_nvfp4_f32, InF32, NV, true)
-QUANT_ENTRY(search_nvfp4_bf16, InBF16, NV, true)
-QUANT_ENTRY(search_nvfp4_f16, InF16, NV, true)
+#define QUANT_INPUTS(OP, FMTNAME, FMT, SEARCH, MODENAME, MODE)                 \
+    QUANT_ENTRY(OP##_##FMTNAME##_##MODENAME##_f32, InF32, FMT, SEARCH, MODE)   \
+    QUANT_ENTRY(OP##_##FMTNAME##_##MODENAME##_bf16, InBF16, FMT, SEARCH, MODE) \
+    QUANT_ENTRY(OP##_##FMTNAME##_##MODENAME##_f16, InF16, FMT, SEARCH, MODE)
+
+#define QUANT_MODES(OP, SEARCH)                            \
+    QUANT_INPUTS(OP, mxfp4, MX, SEARCH, floor, 0)          \
+    QUANT_INPUTS(OP, mxfp4, MX, SEARCH, ceil, 1)           \
+    QUANT_INPUTS(OP, mxfp4, MX, SEARCH, even, 2)           \
+    QUANT_INPUTS(OP, mxfp4, MX, SEARCH, rceil, 3)          \
+    QUANT_INPUTS(OP, nvfp4, NV, SEARCH, one_level, 1)      \
+    QUANT_INPUTS(OP, nvfp4, NV, SEARCH, two_level, 2)
+
+QUANT_MODES(quant, false)
+QUANT_MODES(search, true)
 
 #define AMAX_ENTRY(NAME, IN)                                                                 \
     extern "C" __global__ void __launch_bounds__(256) NAME(const void* x, u32 groups, u32* out) { \

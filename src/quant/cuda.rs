@@ -1,7 +1,7 @@
 //! The CUDA quantization kernels (`kernels/quant/quant.cu`): compiled with NVRTC for the
 //! device at run time, launched here, results byte-identical to the CPU reference.
 
-use super::{Format, NvLevels, Quantized, Spec, check_non_finite, check_shape};
+use super::{Format, Quantized, Spec, check_non_finite, check_shape};
 use crate::codegen::nvrtc::{self, Output};
 use crate::device::cuda::{CudaBackend, DeviceBuffer, KernelArg, PtxModule};
 use anyhow::{Context, Result, bail};
@@ -94,10 +94,16 @@ pub fn compile(arch: &str) -> Result<nvrtc::Compiled> {
     nvrtc::compile(SOURCE, "quant.cu", &options, Output::Cubin)
 }
 
-/// Kernel names: `quant_mxfp4_bf16`, `search_nvfp4_f32`, `finite_amax_f16`.
-pub fn quant_entry(format: Format, input: InType, search: bool) -> String {
-    let op = if search { "search" } else { "quant" };
-    format!("{op}_{}_{}", format.name(), input.name())
+/// Kernel names: `quant_mxfp4_floor_bf16`, `search_nvfp4_two_level_f32`, ...: one entry per
+/// format, scale mode (or NVFP4 level count), input type and search.
+pub fn quant_entry(spec: &Spec, input: InType) -> String {
+    let op = if spec.search { "search" } else { "quant" };
+    let mode = match spec.format {
+        Format::Mxfp4 => spec.scale_mode.name(),
+        Format::Nvfp4 if spec.two_level() => "two_level",
+        Format::Nvfp4 => "one_level",
+    };
+    format!("{op}_{}_{mode}_{}", spec.format.name(), input.name())
 }
 
 /// The loaded module and the device it runs on.
@@ -217,12 +223,7 @@ impl<'a> QuantKernels<'a> {
     /// The quantization pass alone (two-level NVFP4 reads the amax already in `buf.amax`).
     pub fn enqueue_quant(&self, spec: &Spec, buf: &DeviceQuant) -> Result<()> {
         let groups = Self::groups(buf)?;
-        let mode = match spec.format {
-            Format::Mxfp4 => spec.scale_mode.kernel_mode(),
-            Format::Nvfp4 if spec.levels == NvLevels::TwoLevel => 2,
-            Format::Nvfp4 => 1,
-        };
-        let f = self.function(&quant_entry(spec.format, buf.in_type, spec.search))?;
+        let f = self.function(&quant_entry(spec, buf.in_type))?;
         let grid = (groups as u64)
             .div_ceil(THREADS as u64 * buf.in_type.unroll())
             .max(1);
@@ -236,9 +237,8 @@ impl<'a> QuantKernels<'a> {
             KernelArg::Ptr(buf.scale.ptr()),
             KernelArg::Ptr(buf.amax.ptr()),
             KernelArg::Ptr(buf.tensor_scale.ptr()),
-            KernelArg::U32(mode),
         ];
-        // SAFETY: quantize(const void*, u32, u32*, u8*, const u32*, float*, u32): data holds
+        // SAFETY: quantize(const void*, u32, u32*, u8*, const u32*, float*): data holds
         // groups words, scale one byte per block, amax and tensor_scale one word each; the
         // grid covers `groups` and the kernel bounds-checks the tail.
         unsafe { self.backend.launch(f, grid, THREADS, &args) }

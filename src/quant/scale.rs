@@ -32,15 +32,6 @@ pub enum ScaleMode {
 }
 
 impl ScaleMode {
-    /// The `mode` argument of the MXFP4 kernels (`mx_scale` in kernels/quant/quant.cu).
-    pub fn kernel_mode(self) -> u32 {
-        match self {
-            ScaleMode::Floor => 0,
-            ScaleMode::Ceil => 1,
-            ScaleMode::Even => 2,
-            ScaleMode::Rceil => 3,
-        }
-    }
     pub fn name(self) -> &'static str {
         match self {
             ScaleMode::Floor => "floor",
