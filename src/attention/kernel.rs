@@ -90,11 +90,6 @@ impl DeviceQkv {
             out,
         })
     }
-
-    /// Bytes of the FP4 inputs (codes and scales) on the device.
-    pub fn input_bytes(&self) -> usize {
-        self.bufs.iter().map(|b| b.bytes()).sum()
-    }
 }
 
 impl<'a> AttentionKernel<'a> {
