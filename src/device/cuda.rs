@@ -607,15 +607,8 @@ impl DeviceBuffer {
 
     /// A buffer holding a copy of `host`.
     pub fn from_words(backend: &CudaBackend, host: &[u32], what: &str) -> Result<Self> {
-        let buf = Self::zeroed(backend, host.len() * 4, what)?;
-        if !host.is_empty() {
-            // SAFETY: the buffer holds at least `host.len() * 4` bytes; the copy is synchronous.
-            drv(
-                unsafe { result::memcpy_htod_sync(buf.ptr, host) },
-                &format!("cuMemcpyHtoD({what})"),
-            )?;
-        }
-        Ok(buf)
+        let bytes: Vec<u8> = host.iter().flat_map(|w| w.to_le_bytes()).collect();
+        Self::from_bytes(backend, &bytes, what)
     }
 
     pub fn ptr(&self) -> sys::CUdeviceptr {
