@@ -15,18 +15,27 @@ typedef unsigned long long u64;
 
 // ---- element and scale codecs (codes.rs) -----------------------------------------------------
 
-// Nearest E2M1 code, ties to even, saturating, sign kept (codes.rs: e2m1_encode_bits, which
-// is tested equal to the comparison form e2m1_encode). Branch-free, no conversion instruction:
-// the E2M1 step is q = 0.5 below 2, 1 in [2,4), 2 in [4,8). Adding C = 1.5·2^23·q rounds |v|
-// to a multiple of q (one IEEE rounding, ties to even) and leaves n = RN(|v|/q) in the low bits
-// of the sum; the code is n plus twice the binade above 1. Beyond 5 (the tie 4|6) it is 7.
+// |v| rounded to the E2M1 grid (ties to even) and saturated at 6, for v >= 0. The grid step
+// is q = 0.5 below 2, 1 in [2,4), 2 in [4,8): adding C = 1.5·2^22·max(binade(v), 1), whose
+// ulp is q, rounds v to a multiple of q in one IEEE rounding, and subtracting C gives it back.
+// All but the binade mask and the two clamps run on the FMA pipes, which the integer-heavy
+// bit form left idle (codes.rs: e2m1_encode_bits mirrors this, tested equal to e2m1_encode).
+__device__ __forceinline__ float e2m1_grid(float v) {
+    const u32 binade = max(__float_as_uint(v) & 0x7f800000u, 0x3f800000u);
+    const float c = __fmul_rn(__uint_as_float(binade), 6291456.0f);
+    return fminf(__fsub_rn(__fadd_rn(v, c), c), 6.0f);
+}
+
+// The E2M1 magnitude code of v >= 0, shifted left by 22. The grid values times 2^-126 are
+// 2^-127 (0.5, an f32 subnormal), 2^-126 (1), ... 1.5·2^-124 (6), whose bit patterns are
+// exactly code << 22: the f32 encoding does the code assignment, one FMUL.
+__device__ __forceinline__ u32 e2m1_mag22(float v) {
+    return __float_as_uint(__fmul_rn(e2m1_grid(v), 0x1p-126f));
+}
+
+// Nearest E2M1 code, ties to even, saturating, sign kept.
 __device__ __forceinline__ u32 e2m1_encode(float v) {
-    u32 bits = __float_as_uint(v) & 0x7fffffffu;
-    u32 e = min(max(bits >> 23, 127u), 129u);
-    float c = __uint_as_float(((e + 22u) << 23) | 0x400000u);
-    u32 n = __float_as_uint(__fadd_rn(__uint_as_float(bits), c)) & 7u;
-    u32 mag = __uint_as_float(bits) > 5.0f ? 7u : n + 2u * (e - 127u);
-    return ((__float_as_uint(v) >> 28) & 8u) | mag;
+    return ((__float_as_uint(v) >> 28) & 8u) | (e2m1_mag22(fabsf(v)) >> 22);
 }
 
 // The value of an E2M1 code: 0, 0.5, then (1 + m/2)·2^(e-1) for exponent field e >= 1.
@@ -73,14 +82,18 @@ __device__ __forceinline__ bool markstein_safe(float b) {
 // a / b correctly rounded, given rb = RN(1/b) and markstein_safe(b). Markstein: q = RN(a·rb)
 // is within an ulp of a/b, the remainder a - q·b is exact in one FMA, and q + r·rb rounds to
 // RN(a/b). The last FMA can lose the sign of a zero quotient (+0 + -0 = +0); the sign of a
-// is put back (b > 0 always), so -0 and tiny negatives still encode as 0x8.
-__device__ __forceinline__ float div_markstein(float a, float b, float rb) {
+// is put back (b > 0 always), so -0 and tiny negatives still encode as 0x8. For a >= 0
+// (div_markstein_nonneg) there is no sign to restore.
+__device__ __forceinline__ float div_markstein_nonneg(float a, float b, float rb) {
     float q = __fmul_rn(a, rb);
     float r = __fmaf_rn(-q, b, a);
-    float q1 = __fmaf_rn(r, rb, q);
-    return __uint_as_float(__float_as_uint(q1) | (__float_as_uint(a) & 0x80000000u));
+    return __fmaf_rn(r, rb, q);
 }
 
+__device__ __forceinline__ float div_markstein(float a, float b, float rb) {
+    float q1 = div_markstein_nonneg(a, b, rb);
+    return __uint_as_float(__float_as_uint(q1) | (__float_as_uint(a) & 0x80000000u));
+}
 // a / b for per-block quantities (one call per group, not per element).
 __device__ __forceinline__ float div_rn(float a, float b, float rb) {
     float aa = fabsf(a);
@@ -88,10 +101,6 @@ __device__ __forceinline__ float div_rn(float a, float b, float rb) {
     return safe ? div_markstein(a, b, rb) : div_ieee(a, b);
 }
 
-// |v| rounded to the E2M1 grid (ties to even) and saturated at 6, as a float: what
-// e2m1_decode(e2m1_encode(v)) gives for v ≥ 0, without forming the code.
-__device__ __forceinline__ float e2m1_round(float v) {
-    const float binade = __uint_as_float(__float_as_uint(v) & 0x7f800000u);
-    const float c = fmaxf(__fmul_rn(binade, 6291456.0f), 6291456.0f);  // 1.5·2^22 · max(binade, 1)
-    return fminf(__fsub_rn(__fadd_rn(fabsf(v), c), c), 6.0f);
-}
+// |v| rounded to the E2M1 grid and saturated at 6, as a float: what
+// e2m1_decode(e2m1_encode(v)) gives for v >= 0, without forming the code.
+__device__ __forceinline__ float e2m1_round(float v) { return e2m1_grid(fabsf(v)); }

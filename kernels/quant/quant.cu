@@ -4,50 +4,111 @@
 // every rounding step below mirrors a line there, and nothing is left to the compiler's
 // floating-point contraction (explicit __fmul_rn / __fmaf_rn / __fsub_rn).
 //
-// Work split: one thread owns a "group" of 8 consecutive elements (two 16-byte loads of f32,
-// one of bf16/f16) and writes their 8 codes as one 32-bit word. A quantization block is 4
-// groups (MXFP4, 32 elements) or 2 (NVFP4, 16), held by neighbouring lanes, which reduce the
-// block maximum with xor shuffles. Each thread handles UNROLL groups, all loaded before any is
-// processed, so enough bytes are in flight to saturate HBM (In::UNROLL groups: 4 of f32,
-// UNROLL_16BIT of 16-bit inputs). No IEEE division per element:
-// MXFP4 multiplies by an exact power of two; NVFP4 divides with one reciprocal per block and
-// Markstein's two-FMA correction, which is the correctly rounded quotient (div_markstein).
+// Work split: one thread owns a "group" of consecutive elements, two 16-byte loads (8 f32 or
+// 16 bf16/f16), and writes their codes as one or two 32-bit words. A quantization block is
+// held by 1, 2 or 4 neighbouring lanes, which reduce the block maximum with xor shuffles. Each
+// thread handles In::UNROLL groups, all loaded before any is processed, so enough bytes are in
+// flight to saturate HBM (f32: 4 groups, 128 bytes; 16-bit: UNROLL_16BIT/2 groups). Loads and
+// stores are marked streaming (every byte is touched once): 2-4% faster than __ldg at
+// 4096x8192 bf16 on the H100. No IEEE division per element: MXFP4 multiplies by an exact
+// power of two; NVFP4 divides with one reciprocal per block and Markstein's two-FMA
+// correction, which is the correctly rounded quotient (div_markstein). The E2M1 encoder runs
+// mostly on the FMA pipes (fp4_codecs.cuh: e2m1_grid), since the integer ALU was what limited
+// the 16-bit inputs.
 
 // The codecs (E2M1, E8M0, E4M3, division) are in fp4_codecs.cuh, which src/quant/cuda.rs
 // puts in front of this file.
 
-// ---- input formats: 8 elements of group g, widened exactly to f32 ---------------------------
+// ---- input formats: the N elements of group g, as loaded (Raw) and widened exactly to f32 ---
+//
+// A group is what one thread quantizes: N = 8·CHUNKS consecutive elements, two 16-byte loads
+// (8 f32, or 16 bf16/f16), whose codes are CHUNKS 32-bit words. 16-bit inputs take 16 so the
+// per-block work (amax reduction, scale, reciprocal, stores) is paid once per 16 elements:
+// the elements themselves are cheap enough that this overhead decided the bf16 throughput.
+// Each format gives Raw, load, zero, widen (exact f32 values) and amax (the group's largest
+// |x| as f32 bits, NaN above every number: scale.rs module comment).
+
+// The sign of element i at bit 4i+3 (a chunk of f32 inputs, one sign per word).
+__device__ __forceinline__ u32 place_sign(float x, int i) {
+    return (__float_as_uint(x) & 0x80000000u) >> (28 - 4 * i);
+}
 
 struct InF32 {
-    static constexpr int UNROLL = 4;
-    static __device__ __forceinline__ void load(const void* x, u64 g, float v[8]) {
+    static constexpr int CHUNKS = 1, N = 8, UNROLL = 4;
+    struct Raw {
+        uint4 a, b;
+    };
+    static __device__ __forceinline__ Raw load(const void* x, u64 g) {
         const uint4* p = reinterpret_cast<const uint4*>(x) + 2 * g;
-        uint4 a = __ldg(p), b = __ldg(p + 1);
-        v[0] = __uint_as_float(a.x); v[1] = __uint_as_float(a.y);
-        v[2] = __uint_as_float(a.z); v[3] = __uint_as_float(a.w);
-        v[4] = __uint_as_float(b.x); v[5] = __uint_as_float(b.y);
-        v[6] = __uint_as_float(b.z); v[7] = __uint_as_float(b.w);
+        return Raw{__ldcs(p), __ldcs(p + 1)};
+    }
+    static __device__ __forceinline__ Raw zero() { return Raw{make_uint4(0, 0, 0, 0), make_uint4(0, 0, 0, 0)}; }
+    static __device__ __forceinline__ void widen(const Raw& r, float v[N]) {
+        const u32 w[8] = {r.a.x, r.a.y, r.a.z, r.a.w, r.b.x, r.b.y, r.b.z, r.b.w};
+#pragma unroll
+        for (int i = 0; i < 8; i++) v[i] = __uint_as_float(w[i]);
+    }
+    // The signs of the group's elements at bits 4i+3 (other bits: anything).
+    static __device__ __forceinline__ u32 signs(const Raw& r, int) {
+        const u32 w[8] = {r.a.x, r.a.y, r.a.z, r.a.w, r.b.x, r.b.y, r.b.z, r.b.w};
+        u32 s = 0;
+#pragma unroll
+        for (int i = 0; i < 8; i++) s |= place_sign(__uint_as_float(w[i]), i);
+        return s;
+    }
+    static __device__ __forceinline__ u32 amax(const Raw& r) {
+        const u32 w[8] = {r.a.x, r.a.y, r.a.z, r.a.w, r.b.x, r.b.y, r.b.z, r.b.w};
+        u32 m = 0;
+#pragma unroll
+        for (int i = 0; i < 8; i++) m = max(m, w[i] & 0x7fffffffu);
+        return m;
     }
 };
 
-// Groups a thread loads at once for 16-bit inputs; the host passes the same value (see
-// src/quant/cuda.rs, UNROLL_16BIT).
+// 8-element chunks a thread loads at once from 16-bit inputs (an even number: groups of 16);
+// the host passes the same value (src/quant/cuda.rs, unroll_16bit).
 #ifndef UNROLL_16BIT
 #define UNROLL_16BIT 4
 #endif
 
-// 16-bit inputs: one 16-byte load of 8 elements, each widened exactly by Widen.
+// 16-bit inputs: 16 elements, each widened exactly by Widen. The amax is taken on the packed
+// halves (two elements per instruction); |x| orders like its bit pattern in bf16 and f16 as
+// in f32, and widening keeps that order, NaN included.
 template <class Widen>
 struct In16 {
-    static constexpr int UNROLL = UNROLL_16BIT;
-    static __device__ __forceinline__ void load(const void* x, u64 g, float v[8]) {
-        uint4 a = __ldg(reinterpret_cast<const uint4*>(x) + g);
-        u32 w[4] = {a.x, a.y, a.z, a.w};
+    static constexpr int CHUNKS = 2, N = 16, UNROLL = UNROLL_16BIT / 2;
+    struct Raw {
+        uint4 a, b;
+    };
+    static __device__ __forceinline__ Raw load(const void* x, u64 g) {
+        const uint4* p = reinterpret_cast<const uint4*>(x) + 2 * g;
+        return Raw{__ldcs(p), __ldcs(p + 1)};
+    }
+    static __device__ __forceinline__ Raw zero() { return Raw{make_uint4(0, 0, 0, 0), make_uint4(0, 0, 0, 0)}; }
+    static __device__ __forceinline__ void widen(const Raw& r, float v[N]) {
+        const u32 w[8] = {r.a.x, r.a.y, r.a.z, r.a.w, r.b.x, r.b.y, r.b.z, r.b.w};
 #pragma unroll
-        for (int i = 0; i < 4; i++) {
+        for (int i = 0; i < 8; i++) {
             v[2 * i] = Widen::f32(w[i] & 0xffffu);
             v[2 * i + 1] = Widen::f32(w[i] >> 16);
         }
+    }
+    // The signs of chunk c's 8 elements at bits 4i+3, other bits anything. Element 2j is the
+    // low half of word j (sign: bit 7 of byte 1), 2j+1 the high half (bit 7 of byte 3). Four
+    // byte permutes gather the odd signs' bytes in order (sign at bit 7 of byte j) and the
+    // even ones (shifted to bit 3); one select merges them: 7 instructions for 8 signs.
+    static __device__ __forceinline__ u32 signs(const Raw& r, int c) {
+        const uint4 q = c == 0 ? r.a : r.b;
+        const u32 lo = __byte_perm(q.x, q.y, 0x5173), hi = __byte_perm(q.z, q.w, 0x5173);
+        const u32 odd = __byte_perm(lo, hi, 0x5410), even = __byte_perm(lo, hi, 0x7632);
+        return (odd & 0x80808080u) | ((even >> 4) & ~0x80808080u);
+    }
+    static __device__ __forceinline__ u32 amax(const Raw& r) {
+        const u32 m = __vmaxu2(__vmaxu2(__vmaxu2(r.a.x & 0x7fff7fffu, r.a.y & 0x7fff7fffu),
+                                        __vmaxu2(r.a.z & 0x7fff7fffu, r.a.w & 0x7fff7fffu)),
+                               __vmaxu2(__vmaxu2(r.b.x & 0x7fff7fffu, r.b.y & 0x7fff7fffu),
+                                        __vmaxu2(r.b.z & 0x7fff7fffu, r.b.w & 0x7fff7fffu)));
+        return __float_as_uint(Widen::f32(max(m & 0xffffu, m >> 16)));
     }
 };
 
@@ -139,33 +200,53 @@ __device__ __noinline__ u32 encode8_div_ieee(Eight e, float total) {
     return word;
 }
 
+// Placing the 8 codes of a chunk into its word. Element i's magnitude code, given as
+// code << 22 (e2m1_mag22), goes to bits 4i..4i+2 as the high word of mag22·2^(10+4i): an
+// integer multiply, which runs on the FMA pipe, where the shift-and-or it replaces would
+// load the integer ALU, the kernels' bottleneck. The multipliers sit in constant memory so
+// the compiler cannot turn them back into shifts.
+__constant__ u32 kNibbleHi[6] = {1u << 10, 1u << 14, 1u << 18, 1u << 22, 1u << 26, 1u << 30};
+
+__device__ __forceinline__ u32 place_mag(u32 mag22, int i) {
+    return i < 6 ? __umulhi(mag22, kNibbleHi[i]) : mag22 * (i == 6 ? 4u : 64u);
+}
+
+// The 8 magnitude codes of a chunk scaled by s, placed in a word (signs not included).
 template <int FMT>
-__device__ __forceinline__ u32 encode8(const float v[8], BlockScale s) {
+__device__ __forceinline__ u32 encode8_mag(const float v[8], BlockScale s) {
     if (FMT == NV && !markstein_safe(s.mul_or_div)) {
         Eight e;
 #pragma unroll
         for (int i = 0; i < 8; i++) e.v[i] = v[i];
-        return encode8_div_ieee(e, s.mul_or_div);
+        return encode8_div_ieee(e, s.mul_or_div) & 0x77777777u;
     }
     u32 word = 0;
 #pragma unroll
     for (int i = 0; i < 8; i++) {
-        float y = FMT == MX ? __fmul_rn(v[i], s.mul_or_div) : div_markstein(v[i], s.mul_or_div, s.rcp);
-        word |= e2m1_encode(y) << (4 * i);
+        const float a = fabsf(v[i]);
+        const float y = FMT == MX ? __fmul_rn(a, s.mul_or_div) : div_markstein_nonneg(a, s.mul_or_div, s.rcp);
+        word += place_mag(e2m1_mag22(y), i);
     }
     return word;
 }
 
-// Squared error of this group's codes, then summed over the block's lanes: sequential FMA
-// within the group, pairwise across groups (mod.rs: block_sse).
-template <int TPB>
-__device__ __forceinline__ float block_sse(const float v[8], u32 word, float value) {
-    float acc = 0.0f;
+// Squared error of the block's codes: sequential FMA within each 8-element chunk, then the
+// chunks summed pairwise, first within the thread, then across the block's lanes (mod.rs:
+// block_sse; the order is the same whatever the group size).
+template <int TPB, int CHUNKS>
+__device__ __forceinline__ float block_sse(const float* v, const u32* words, float value) {
+    float part[CHUNKS];
 #pragma unroll
-    for (int i = 0; i < 8; i++) {
-        float d = __fsub_rn(v[i], __fmul_rn(e2m1_decode(word >> (4 * i)), value));
-        acc = __fmaf_rn(d, d, acc);
+    for (int c = 0; c < CHUNKS; c++) {
+        float acc = 0.0f;
+#pragma unroll
+        for (int i = 0; i < 8; i++) {
+            float d = __fsub_rn(v[8 * c + i], __fmul_rn(e2m1_decode(words[c] >> (4 * i)), value));
+            acc = __fmaf_rn(d, d, acc);
+        }
+        part[c] = acc;
     }
+    float acc = CHUNKS == 2 ? __fadd_rn(part[0], part[CHUNKS - 1]) : part[0];
 #pragma unroll
     for (int o = 1; o < TPB; o <<= 1) acc = __fadd_rn(acc, __shfl_xor_sync(0xffffffffu, acc, o));
     return acc;
@@ -174,26 +255,34 @@ __device__ __forceinline__ float block_sse(const float v[8], u32 word, float val
 // The In::UNROLL groups base, base + blockDim.x, ... of this thread, all loads issued before
 // any value is used; groups past the end read as zeros.
 template <class In>
-__device__ __forceinline__ void load_groups(const void* x, u64 base, u32 groups, float (&v)[In::UNROLL][8]) {
+__device__ __forceinline__ void load_groups(const void* x, u64 base, u32 groups, typename In::Raw (&raw)[In::UNROLL]) {
 #pragma unroll
     for (int u = 0; u < In::UNROLL; u++) {
         const u64 g = base + (u64)u * blockDim.x;
-        if (g < groups) {
-            In::load(x, g, v[u]);
-        } else {
+        raw[u] = g < groups ? In::load(x, g) : In::zero();
+    }
+}
+
+// The codes of one group, CHUNKS words: magnitudes from the scaled values, signs from the
+// inputs.
+template <class In, int FMT>
+__device__ __forceinline__ void encode_group(const typename In::Raw& raw, const float* v, BlockScale s, u32* words) {
 #pragma unroll
-            for (int i = 0; i < 8; i++) v[u][i] = 0.0f;
-        }
+    for (int c = 0; c < In::CHUNKS; c++) {
+        words[c] = encode8_mag<FMT>(v + 8 * c, s) | (In::signs(raw, c) & 0x88888888u);
     }
 }
 
 // MODE is compile-time (one entry point per mode): a run-time mode would put a branch into
-// every group, which splits the unrolled groups into separately scheduled pieces.
+// every group, which splits the unrolled groups into separately scheduled pieces. `chunks`
+// counts 8-element chunks (the host's unit for every input type).
 template <class In, int FMT, bool SEARCH, u32 MODE>
-__device__ __forceinline__ void quantize(const void* x, u32 groups, u32* data, u8* scale,
+__device__ __forceinline__ void quantize(const void* x, u32 chunks, u32* data, u8* scale,
                                          const u32* tensor_amax, float* tensor_scale_out) {
     constexpr u32 mode = MODE;
-    constexpr int TPB = FMT == MX ? 4 : 2;
+    constexpr int CHUNKS = In::CHUNKS;
+    constexpr int TPB = (FMT == MX ? 32 : 16) / In::N;  // lanes per quantization block
+    const u32 groups = chunks / CHUNKS;
     // NVFP4 two-level (mode 2): tensor scale from the finite amax the first kernel found.
     const bool two_level = FMT == NV && mode == 2;
     float t = 1.0f, rt = 1.0f;
@@ -205,15 +294,14 @@ __device__ __forceinline__ void quantize(const void* x, u32 groups, u32* data, u
     }
     constexpr int UNROLL = In::UNROLL;
     const u64 base = (u64)blockIdx.x * blockDim.x * UNROLL + threadIdx.x;
-    float v[UNROLL][8];
-    load_groups<In>(x, base, groups, v);
+    typename In::Raw raw[UNROLL];
+    load_groups<In>(x, base, groups, raw);
 #pragma unroll
     for (int u = 0; u < UNROLL; u++) {
         u64 g = base + (u64)u * blockDim.x;
-        // NaN-propagating |x| maximum on the bit patterns (scale.rs module comment).
-        u32 amax = 0;
-#pragma unroll
-        for (int i = 0; i < 8; i++) amax = max(amax, __float_as_uint(v[u][i]) & 0x7fffffffu);
+        float v[In::N];
+        In::widen(raw[u], v);
+        u32 amax = In::amax(raw[u]);
 #pragma unroll
         for (int o = 1; o < TPB; o <<= 1) amax = max(amax, __shfl_xor_sync(0xffffffffu, amax, o));
         u32 byte = FMT == MX ? mx_scale(mode, amax) : nv_scale(amax, two_level, t, rt);
@@ -224,13 +312,14 @@ __device__ __forceinline__ void quantize(const void* x, u32 groups, u32* data, u
         const bool nan_block = byte == nan_byte;
         const u32 naive = nan_block ? (FMT == MX ? 127u : 0x38u) : byte;
         BlockScale s = block_scale<FMT>(naive, two_level, t);
-        u32 word = encode8<FMT>(v[u], s);
+        u32 words[CHUNKS];
+        encode_group<In, FMT>(raw[u], v, s, words);
         if (SEARCH) {
             // Windowed search (mod.rs: search_candidates): MX tries e+1; NV tries the E4M3
             // bytes within ±5, nearest first; a candidate wins only if strictly better. A
             // candidate outside the scale range is evaluated as the naive scale (never better),
             // so the loop stays uniform.
-            float best = block_sse<TPB>(v[u], word, s.value);
+            float best = block_sse<TPB, CHUNKS>(v, words, s.value);
             const int steps = FMT == MX ? 1 : 10;
             for (int k = 1; k <= steps; k++) {
                 int off = FMT == MX ? 1 : ((k + 1) / 2) * ((k & 1) ? -1 : 1);
@@ -238,21 +327,28 @@ __device__ __forceinline__ void quantize(const void* x, u32 groups, u32* data, u
                 bool ok = FMT == MX ? (naive < 254u) : (cand >= 0x08 && cand <= 0x7e);
                 u32 c = ok ? (u32)cand : naive;
                 BlockScale cs = block_scale<FMT>(c, two_level, t);
-                u32 w = encode8<FMT>(v[u], cs);
-                float e = block_sse<TPB>(v[u], w, cs.value);
+                u32 w[CHUNKS];
+                encode_group<In, FMT>(raw[u], v, cs, w);
+                float e = block_sse<TPB, CHUNKS>(v, w, cs.value);
                 if (ok && e < best) {
                     best = e;
                     byte = c;
-                    word = w;
+#pragma unroll
+                    for (int i = 0; i < CHUNKS; i++) words[i] = w[i];
                 }
             }
         }
         if (nan_block) {
             byte = nan_byte;
-            word = 0;
+#pragma unroll
+            for (int i = 0; i < CHUNKS; i++) words[i] = 0;
         }
         if (g < groups) {
-            data[g] = word;
+            if (CHUNKS == 2) {
+                __stcs(reinterpret_cast<uint2*>(data) + g, make_uint2(words[0], words[CHUNKS - 1]));
+            } else {
+                __stcs(data + g, words[0]);
+            }
             if ((g & (TPB - 1)) == 0) scale[g / TPB] = (u8)byte;
         }
     }
@@ -262,18 +358,21 @@ __device__ __forceinline__ void quantize(const void* x, u32 groups, u32* data, u
 // thread loads UNROLL groups before reducing them (bytes in flight), strides over the grid,
 // and each warp does one atomicMax (integer order = float order for non-negative floats).
 template <class In>
-__device__ __forceinline__ void finite_amax(const void* x, u32 groups, u32* out) {
+__device__ __forceinline__ void finite_amax(const void* x, u32 chunks, u32* out) {
     constexpr int UNROLL = In::UNROLL;
+    const u32 groups = chunks / In::CHUNKS;
     u32 m = 0;
     const u64 stride = (u64)gridDim.x * blockDim.x * UNROLL;
     for (u64 base = (u64)blockIdx.x * blockDim.x * UNROLL + threadIdx.x; base < groups; base += stride) {
-        float v[UNROLL][8];
-        load_groups<In>(x, base, groups, v);
+        typename In::Raw raw[UNROLL];
+        load_groups<In>(x, base, groups, raw);
 #pragma unroll
         for (int u = 0; u < UNROLL; u++) {
+            float v[In::N];
+            In::widen(raw[u], v);
 #pragma unroll
-            for (int i = 0; i < 8; i++) {
-                u32 b = __float_as_uint(v[u][i]) & 0x7fffffffu;
+            for (int i = 0; i < In::N; i++) {
+                u32 b = __float_as_uint(v[i]) & 0x7fffffffu;
                 if (b < F32_INF_BITS) m = max(m, b);
             }
         }
@@ -285,9 +384,9 @@ __device__ __forceinline__ void finite_amax(const void* x, u32 groups, u32* out)
 // MXFP4 modes: 0 floor, 1 ceil, 2 even, 3 rceil; NVFP4: 1 one-level, 2 two-level.
 #define QUANT_ENTRY(NAME, IN, FMT, SEARCH, MODE)                                                 \
     extern "C" __global__ void __launch_bounds__(256)                                            \
-        NAME(const void* x, u32 groups, u32* data, u8* scale, const u32* tensor_amax,           \
+        NAME(const void* x, u32 chunks, u32* data, u8* scale, const u32* tensor_amax,           \
              float* tensor_scale_out) {                                                          \
-        quantize<IN, FMT, SEARCH, MODE>(x, groups, data, scale, tensor_amax, tensor_scale_out);  \
+        quantize<IN, FMT, SEARCH, MODE>(x, chunks, data, scale, tensor_amax, tensor_scale_out);  \
     }
 
 #define QUANT_INPUTS(OP, FMTNAME, FMT, SEARCH, MODENAME, MODE)                 \
@@ -307,8 +406,8 @@ QUANT_MODES(quant, false)
 QUANT_MODES(search, true)
 
 #define AMAX_ENTRY(NAME, IN)                                                                 \
-    extern "C" __global__ void __launch_bounds__(256) NAME(const void* x, u32 groups, u32* out) { \
-        finite_amax<IN>(x, groups, out);                                                     \
+    extern "C" __global__ void __launch_bounds__(256) NAME(const void* x, u32 chunks, u32* out) { \
+        finite_amax<IN>(x, chunks, out);                                                     \
     }
 
 AMAX_ENTRY(finite_amax_f32, InF32)

@@ -40,21 +40,19 @@ pub fn e2m1_encode(v: f32) -> u8 {
     sign | mag
 }
 
-/// `e2m1_encode` the way the CUDA kernel computes it, branch-free on the bits: the E2M1 step
-/// is q = 0.5 below 2, 1 in [2,4), 2 in [4,8); adding C = 1.5·2^23·q rounds |v| to a multiple
-/// of q in one IEEE rounding (ties to even) and leaves n = RN(|v|/q) in the sum's low bits; the
-/// code is n plus twice the binade above 1, and 7 beyond 5. Tested equal to `e2m1_encode` on
-/// every f32 from 2^-3 to 16 and the edges.
+/// `e2m1_encode` the way the CUDA kernels compute it (fp4_codecs.cuh: e2m1_grid, e2m1_mag22),
+/// mostly on the FMA pipes. The E2M1 step is q = 0.5 below 2, 1 in [2,4), 2 in [4,8); adding
+/// C = 1.5·2^22·max(binade(|v|), 1), whose ulp is q, rounds |v| to a multiple of q in one IEEE
+/// rounding (ties to even), and subtracting C gives the grid value r, saturated at 6. The bits
+/// of r·2^-126 (2^-127 for 0.5, an f32 subnormal, up to 1.5·2^-124 for 6) are the code << 22.
+/// Tested equal to `e2m1_encode` on every f32 from 0 to 16 (step 3) and the edges; NaN is
+/// never encoded (a NaN block takes the NaN scale and zero codes before this is reached).
 pub fn e2m1_encode_bits(v: f32) -> u8 {
-    let bits = v.to_bits() & 0x7FFF_FFFF;
-    let e = (bits >> 23).clamp(127, 129);
-    let c = f32::from_bits(((e + 22) << 23) | 0x40_0000);
-    let n = (f32::from_bits(bits) + c).to_bits() & 7;
-    let mag = if f32::from_bits(bits) > 5.0 {
-        7
-    } else {
-        n + 2 * (e - 127)
-    };
+    let a = v.abs();
+    let binade = f32::from_bits((a.to_bits() & 0x7F80_0000).max(0x3F80_0000));
+    let c = binade * 6_291_456.0;
+    let r = ((a + c) - c).min(6.0);
+    let mag = (r * f32::from_bits(0x0080_0000)).to_bits() >> 22;
     (((v.to_bits() >> 28) & 8) | mag) as u8
 }
 

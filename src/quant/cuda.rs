@@ -17,13 +17,14 @@ pub const SOURCE: &str = concat!(
 /// Threads per CUDA block, as the kernel is written.
 const THREADS: u32 = 256;
 
-/// Groups of 8 elements a thread loads at once from 16-bit inputs (`UNROLL_16BIT` in the
-/// kernel; f32 always uses 4). `FP4PROBE_QUANT_UNROLL16` overrides it, for tuning on new GPUs.
+/// 8-element chunks a thread loads at once from 16-bit inputs (`UNROLL_16BIT` in the kernel,
+/// which quantizes them in groups of 16; f32 always uses 4). `FP4PROBE_QUANT_UNROLL16`
+/// overrides it (2, 4 or 8), for tuning on new GPUs.
 pub fn unroll_16bit() -> u64 {
     std::env::var("FP4PROBE_QUANT_UNROLL16")
         .ok()
         .and_then(|v| v.parse().ok())
-        .filter(|&n| [1, 2, 4, 8].contains(&n))
+        .filter(|&n| [2, 4, 8].contains(&n))
         .unwrap_or(4)
 }
 
@@ -42,7 +43,7 @@ impl InType {
             _ => 2,
         }
     }
-    /// Groups of 8 elements one thread handles (`In::UNROLL` in the kernel): 128 bytes.
+    /// 8-element chunks one thread handles (`In::UNROLL · In::CHUNKS` in the kernel).
     fn unroll(self) -> u64 {
         match self {
             InType::F32 => 4,
@@ -193,7 +194,7 @@ impl<'a> QuantKernels<'a> {
         self.enqueue_quant(spec, buf)
     }
 
-    fn groups(buf: &DeviceQuant) -> Result<u32> {
+    fn chunks(buf: &DeviceQuant) -> Result<u32> {
         u32::try_from(buf.elements / super::CHUNK).with_context(|| {
             format!(
                 "{} elements is more than this kernel indexes (2^35)",
@@ -204,27 +205,27 @@ impl<'a> QuantKernels<'a> {
 
     /// The two-level NVFP4 tensor amax pass: zero the word, then reduce into it.
     pub fn enqueue_amax(&self, buf: &DeviceQuant) -> Result<()> {
-        let groups = Self::groups(buf)?;
+        let chunks = Self::chunks(buf)?;
         buf.amax.clear_async()?;
         let f = self.function(&format!("finite_amax_{}", buf.in_type.name()))?;
         let sms = self.backend.sm_count()? as u64;
         let per_block = THREADS as u64 * buf.in_type.unroll();
-        let grid = (groups as u64).div_ceil(per_block).clamp(1, sms * 8) as u32;
+        let grid = (chunks as u64).div_ceil(per_block).clamp(1, sms * 8) as u32;
         let args = [
             KernelArg::Ptr(buf.input.ptr()),
-            KernelArg::U32(groups),
+            KernelArg::U32(chunks),
             KernelArg::Ptr(buf.amax.ptr()),
         ];
-        // SAFETY: finite_amax(const void*, u32, u32*): the input holds `groups` groups of 8
+        // SAFETY: finite_amax(const void*, u32, u32*): the input holds `chunks` chunks of 8
         // elements, amax one word; the kernel bounds-checks every group.
         unsafe { self.backend.launch(f, grid, THREADS, &args) }
     }
 
     /// The quantization pass alone (two-level NVFP4 reads the amax already in `buf.amax`).
     pub fn enqueue_quant(&self, spec: &Spec, buf: &DeviceQuant) -> Result<()> {
-        let groups = Self::groups(buf)?;
+        let chunks = Self::chunks(buf)?;
         let f = self.function(&quant_entry(spec, buf.in_type))?;
-        let grid = (groups as u64)
+        let grid = (chunks as u64)
             .div_ceil(THREADS as u64 * buf.in_type.unroll())
             .max(1);
         let Ok(grid) = u32::try_from(grid) else {
@@ -232,15 +233,15 @@ impl<'a> QuantKernels<'a> {
         };
         let args = [
             KernelArg::Ptr(buf.input.ptr()),
-            KernelArg::U32(groups),
+            KernelArg::U32(chunks),
             KernelArg::Ptr(buf.data.ptr()),
             KernelArg::Ptr(buf.scale.ptr()),
             KernelArg::Ptr(buf.amax.ptr()),
             KernelArg::Ptr(buf.tensor_scale.ptr()),
         ];
         // SAFETY: quantize(const void*, u32, u32*, u8*, const u32*, float*): data holds
-        // groups words, scale one byte per block, amax and tensor_scale one word each; the
-        // grid covers `groups` and the kernel bounds-checks the tail.
+        // `chunks` words, scale one byte per block, amax and tensor_scale one word each; the
+        // grid covers `chunks` and the kernel bounds-checks the tail.
         unsafe { self.backend.launch(f, grid, THREADS, &args) }
     }
 
