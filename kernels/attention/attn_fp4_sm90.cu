@@ -27,7 +27,9 @@
 //          pipeline that quantizes on the GPU never waits for them on the host
 //   c0     log2(e)/√D (f32); the kernel's score factor is (ts_q · ts_k) · c0
 // Launch: grid (ceil(Sq/(16·ATTN_WARPS)), B·H), 32·ATTN_WARPS threads (16 query rows a warp),
-// tiles of 64 keys (32 for D = 256).
+// tiles of 64 keys (32 for D = 256). Per key tile: the tile's FP4 bytes, fetched into
+// registers during the previous tile's work, are decoded to bf16 in shared memory by all
+// threads; each warp then reads its B fragments with ldmatrix.x4.
 
 #include "generated/m16n8k16.f32.bf16.bf16.f32.cuh"
 #include "quant/fp4_codecs.cuh"
@@ -44,9 +46,10 @@ struct Blk {
 
 // Warps per CTA (16 query rows each); the host passes the same value (src/attention/kernel.rs).
 #ifndef ATTN_WARPS
-#define ATTN_WARPS 4
+#define ATTN_WARPS 8
 #endif
 constexpr int WARPS = ATTN_WARPS;
+
 constexpr int BR = 16 * WARPS;  // query rows per CTA
 // Keys per tile: 64, or 32 for D = 256 (the decoded tiles must fit 48 KiB of shared memory).
 template <int D>
@@ -129,6 +132,31 @@ FP4PROBE_HD constexpr bool k_pairs_are_bytes() {
 }
 static_assert(k_pairs_are_bytes(), "A/B register pairs are not k-neighbours");
 
+// B fragments come from shared memory by ldmatrix.x4, whose result layout the PTX ISA fixes:
+// in matrix i (8 rows × 8 b16, row addresses from lanes 8i..8i+7), lane l receives row l/4,
+// columns 2(l%4) and 2(l%4)+1, in register i. With B stored n-major (a row per n, k along the
+// row), that is B register r = matrix r exactly when the measured B layout puts k = 8r +
+// 2(l%4) + e and n = l/4 in lane l. Checked here against the generated closed forms; the
+// kernel relies on nothing else about ldmatrix.
+FP4PROBE_HD constexpr bool b_is_ldmatrix_layout() {
+    for (int lane = 0; lane < 32; ++lane)
+        for (int reg = 0; reg < L::kB_regs; ++reg)
+            for (int e = 0; e < L::kB_elems_per_reg; ++e)
+                if (L::b_row_formula(lane, reg, e) != 8 * reg + 2 * (lane % 4) + e || L::b_col_formula(lane, reg, e) != lane / 4)
+                    return false;
+    return L::kB_regs == 2 && L::kN == 8;
+}
+static_assert(b_is_ldmatrix_layout(), "B fragments are not ldmatrix's layout");
+
+// Four 8×8 b16 matrices from shared memory; this lane gives the address of row lane%8 of
+// matrix lane/8 (ldmatrix's convention). Volatile: it must stay between the barriers.
+__device__ __forceinline__ void ldsm_x4(u32 (&r)[4], const void* row) {
+    const u32 a = (u32)__cvta_generic_to_shared(row);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(a));
+}
+
 // ---- FP4 → bf16 -------------------------------------------------------------------------
 
 // Two E2M1 codes (low nibble first) as bf16x2, unscaled: the magnitude bytes come from two
@@ -185,6 +213,24 @@ __device__ __forceinline__ float ex2(float x) {
 // blocks; the factor cancels in O = P·V / Σ P.
 constexpr float P_SCALE = 2688.0f;
 
+// RN(1/6), for div_rn's Markstein division by 6.
+#define SIXTH __uint_as_float(0x3e2aaaabu)
+
+// Two NVFP4 block scales at once: clamped to [2^-6, 448] (codes.rs: e4m3_clamp_round; P is
+// never NaN), rounded to E4M3 by one conversion instruction (round to nearest even, as the
+// reference), and read back to f32 exactly through f16.
+__device__ __forceinline__ void e4m3x2_blocks(float lo, float hi, float (&out)[2]) {
+    lo = fminf(fmaxf(lo, 0.015625f), 448.0f);
+    hi = fminf(fmaxf(hi, 0.015625f), 448.0f);
+    unsigned short e2;
+    u32 h2;
+    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(e2) : "f"(hi), "f"(lo));
+    asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(h2) : "h"(e2));
+    const unsigned short h0 = (unsigned short)(h2 & 0xffffu), h1 = (unsigned short)(h2 >> 16);
+    asm("cvt.f32.f16 %0, %1;" : "=f"(out[0]) : "h"(h0));
+    asm("cvt.f32.f16 %0, %1;" : "=f"(out[1]) : "h"(h1));
+}
+
 // ---- the kernel -------------------------------------------------------------------------
 
 // A K tile and a Vᵀ tile, decoded once per CTA to bf16 (each element by one thread; every
@@ -197,15 +243,21 @@ struct Smem {
     alignas(16) unsigned short vt[D][BC + 8];
 };
 
-// 16 FP4 bytes (32 elements, element e0 onwards of a row) decoded to 16 bf16x2 words and
-// stored at dst (16-byte aligned); scales[e / BLK] scales element e.
+// 16 FP4 bytes (32 elements) with their block scales, as loaded from global memory: one
+// scale byte (MXFP4) or two (NVFP4, low byte first) in `scales`.
+struct Chunk {
+    uint4 bytes;
+    u32 scales;
+};
+
+// 32 elements decoded to 16 bf16x2 words and stored at dst (16-byte aligned).
 template <int FMT>
-__device__ __forceinline__ void decode32(uint4 bytes, const u8* scales, int e0, unsigned short* dst) {
-    constexpr int B = Blk<FMT>::n;
-    const u32 w[4] = {bytes.x, bytes.y, bytes.z, bytes.w};
+__device__ __forceinline__ void decode32(const Chunk& c, unsigned short* dst) {
+    const u32 w[4] = {c.bytes.x, c.bytes.y, c.bytes.z, c.bytes.w};
 #pragma unroll
     for (int q = 0; q < 4; ++q) {
-        const u32 sc = scales[(e0 + 8 * q) / B];
+        // Bytes 4q..4q+3 hold elements 8q..8q+7: block 8q/32 (MXFP4) or 8q/16 (NVFP4).
+        const u32 sc = FMT == MX ? c.scales : (c.scales >> (8 * (q / 2))) & 0xffu;
         uint4 out;
         out.x = decode<FMT>(w[q] & 0xffu, sc);
         out.y = decode<FMT>((w[q] >> 8) & 0xffu, sc);
@@ -215,34 +267,66 @@ __device__ __forceinline__ void decode32(uint4 bytes, const u8* scales, int e0, 
     }
 }
 
+// The FP4 bytes of one key tile that this thread decodes: K chunks first, then Vᵀ chunks.
+// Loaded a tile ahead (fetch_tile) into registers, so the global-memory latency of the next
+// tile overlaps the tensor-core work on this one; decoded to shared memory at the top of the
+// next iteration (store_tile).
+template <int D>
+struct Prefetch {
+    static constexpr int BC = Tile<D>::BC;
+    static constexpr int K_CHUNKS = BC * (D / 32), V_CHUNKS = D * (BC / 32);
+    static constexpr int KC = (K_CHUNKS + WARPS * 32 - 1) / (WARPS * 32);
+    static constexpr int VC = (V_CHUNKS + WARPS * 32 - 1) / (WARPS * 32);
+    Chunk k[KC], v[VC];
+};
+
+template <int FMT>
+__device__ __forceinline__ u32 load_scales(const u8* p) {
+    return FMT == MX ? (u32)*p : (u32)*reinterpret_cast<const unsigned short*>(p);
+}
+
+// Chunk i of the K tile is row i / (D/32), elements (i % (D/32))·32..; chunk i of the Vᵀ tile
+// is row d = i / (BC/32), keys key0 + (i % (BC/32))·32... Rows past Sk (K) and keys past Skp
+// (Vᵀ) read as zero codes.
 template <int D, int FMT>
-__device__ __forceinline__ void load_tile(Smem<D, FMT>& sm, const u8* k_data, const u8* k_scale, const u8* v_data,
-                                          const u8* v_scale, int key0, int Sk, int Skp, int tid) {
+__device__ __forceinline__ void fetch_tile(Prefetch<D>& pf, const u8* k_data, const u8* k_scale, const u8* v_data,
+                                           const u8* v_scale, int key0, int Sk, int Skp, int tid) {
     constexpr int B = Blk<FMT>::n, BC = Tile<D>::BC;
-    const uint4 zero = {0u, 0u, 0u, 0u};
-    // K rows key0.. (zero past Sk): D/32 chunks of 32 elements a row.
-    for (int i = tid; i < BC * (D / 32); i += WARPS * 32) {
-        const int row = i / (D / 32), e0 = (i % (D / 32)) * 32;
-        const int key = key0 + row;
-        if (key < Sk) {
-            const uint4 b = *reinterpret_cast<const uint4*>(k_data + (u64)key * (D / 2) + e0 / 2);
-            decode32<FMT>(b, k_scale + (u64)key * (D / B), e0, &sm.k[row][e0]);
-        } else {
+    const Chunk zero = {{0u, 0u, 0u, 0u}, 0u};
 #pragma unroll
-            for (int q = 0; q < 4; ++q) *reinterpret_cast<uint4*>(&sm.k[row][e0 + 8 * q]) = zero;
+    for (int c = 0; c < Prefetch<D>::KC; ++c) {
+        const int i = tid + c * WARPS * 32;
+        const int row = i / (D / 32), e0 = (i % (D / 32)) * 32, key = key0 + row;
+        pf.k[c] = zero;
+        if (i < Prefetch<D>::K_CHUNKS && key < Sk) {
+            pf.k[c].bytes = *reinterpret_cast<const uint4*>(k_data + (u64)key * (D / 2) + e0 / 2);
+            pf.k[c].scales = load_scales<FMT>(k_scale + (u64)key * (D / B) + e0 / B);
         }
     }
-    // Vᵀ rows d, keys key0.. (zero past Skp): BC/32 chunks a row.
-    for (int i = tid; i < D * (BC / 32); i += WARPS * 32) {
-        const int d = i / (BC / 32), e0 = (i % (BC / 32)) * 32;
-        const int key = key0 + e0;
-        if (key < Skp) {
-            const uint4 b = *reinterpret_cast<const uint4*>(v_data + (u64)d * (Skp / 2) + key / 2);
-            decode32<FMT>(b, v_scale + (u64)d * (Skp / B) + key0 / B, e0, &sm.vt[d][e0]);
-        } else {
 #pragma unroll
-            for (int q = 0; q < 4; ++q) *reinterpret_cast<uint4*>(&sm.vt[d][e0 + 8 * q]) = zero;
+    for (int c = 0; c < Prefetch<D>::VC; ++c) {
+        const int i = tid + c * WARPS * 32;
+        const int d = i / (BC / 32), e0 = (i % (BC / 32)) * 32, key = key0 + e0;
+        pf.v[c] = zero;
+        if (i < Prefetch<D>::V_CHUNKS && key < Skp) {
+            pf.v[c].bytes = *reinterpret_cast<const uint4*>(v_data + (u64)d * (Skp / 2) + key / 2);
+            pf.v[c].scales = load_scales<FMT>(v_scale + (u64)d * (Skp / B) + key / B);
         }
+    }
+}
+
+template <int D, int FMT>
+__device__ __forceinline__ void store_tile(Smem<D, FMT>& sm, const Prefetch<D>& pf, int tid) {
+    constexpr int BC = Tile<D>::BC;
+#pragma unroll
+    for (int c = 0; c < Prefetch<D>::KC; ++c) {
+        const int i = tid + c * WARPS * 32;
+        if (i < Prefetch<D>::K_CHUNKS) decode32<FMT>(pf.k[c], &sm.k[i / (D / 32)][(i % (D / 32)) * 32]);
+    }
+#pragma unroll
+    for (int c = 0; c < Prefetch<D>::VC; ++c) {
+        const int i = tid + c * WARPS * 32;
+        if (i < Prefetch<D>::V_CHUNKS) decode32<FMT>(pf.v[c], &sm.vt[i / (BC / 32)][(i % (BC / 32)) * 32]);
     }
 }
 
@@ -283,26 +367,28 @@ __device__ void attention(const u8* __restrict__ q_data, const u8* __restrict__ 
 
     const int q_last = min(blockIdx.x * BR + BR, Sq) - 1;
     const int key_end = causal ? min(Sk, q_last + 1) : Sk;
+    Prefetch<D> pf;
+    fetch_tile<D, FMT>(pf, k_data, k_scale, v_data, v_scale, 0, Sk, Skp, tid);
     for (int key0 = 0; key0 < key_end; key0 += BC) {
         __syncthreads();
-        load_tile<D, FMT>(sm, k_data, k_scale, v_data, v_scale, key0, Sk, Skp, tid);
+        store_tile<D, FMT>(sm, pf, tid);
         __syncthreads();
+        if (key0 + BC < key_end) fetch_tile<D, FMT>(pf, k_data, k_scale, v_data, v_scale, key0 + BC, Sk, Skp, tid);
 
-        // S = Q·Kᵀ for 16 rows × 64 keys.
+        // S = Q·Kᵀ for 16 rows × BC keys. One ldmatrix.x4 gives the B fragments of n8 tile nt
+        // for two k16 steps (K rows are the n of B, d along the row).
         u32 s[NT][L::kD_regs];
 #pragma unroll
         for (int nt = 0; nt < NT; ++nt) {
 #pragma unroll
             for (int r = 0; r < L::kD_regs; ++r) s[nt][r] = 0u;
 #pragma unroll
-            for (int kc = 0; kc < D / 16; ++kc) {
-                u32 b[L::kB_regs];
-#pragma unroll
-                for (int r = 0; r < L::kB_regs; ++r) {
-                    const int d = kc * 16 + L::b_row_formula(lane, r, 0), key = nt * L::kN + L::b_col_formula(lane, r, 0);
-                    b[r] = *reinterpret_cast<const u32*>(&sm.k[key][d]);
-                }
-                L::mma(s[nt], qa[kc], b, s[nt]);
+            for (int kc = 0; kc < D / 16; kc += 2) {
+                u32 m[4];
+                ldsm_x4(m, &sm.k[nt * L::kN + lane % 8][kc * 16 + 8 * (lane / 8)]);
+                const u32 b0[L::kB_regs] = {m[0], m[1]}, b1[L::kB_regs] = {m[2], m[3]};
+                L::mma(s[nt], qa[kc], b0, s[nt]);
+                L::mma(s[nt], qa[kc + 1], b1, s[nt]);
             }
         }
 
@@ -359,17 +445,18 @@ __device__ void attention(const u8* __restrict__ q_data, const u8* __restrict__ 
             for (int h = 0; h < 2; ++h) {
                 amax[h] = fmaxf(amax[h], __shfl_xor_sync(0xffffffffu, amax[h], 1));
                 amax[h] = fmaxf(amax[h], __shfl_xor_sync(0xffffffffu, amax[h], 2));
-                // quant.cu's one-level NVFP4 block: amax/6 (correctly rounded), E4M3, and the
-                // elements divided by it (Markstein: exact here, the scale is in [2^-6, 448]).
-                total[h] = e4m3_to_f32(e4m3_clamp_round(__fdiv_rn(amax[h], 6.0f)));
-                rcp[h] = __frcp_rn(total[h]);
             }
+            // quant.cu's one-level NVFP4 block: amax/6 (correctly rounded), E4M3, and the
+            // elements divided by it (Markstein: exact here, the scale is in [2^-6, 448]).
+            e4m3x2_blocks(div_rn(amax[0], 6.0f, SIXTH), div_rn(amax[1], 6.0f, SIXTH), total);
+#pragma unroll
+            for (int h = 0; h < 2; ++h) rcp[h] = __frcp_rn(total[h]);
 #pragma unroll
             for (int nt = 2 * blk; nt < 2 * blk + 2; ++nt)
 #pragma unroll
                 for (int r = 0; r < L::kD_regs; ++r) {
                     const int h = d_half(r);
-                    const float q = __fmul_rn(e2m1_round(div_markstein(p[nt][r], total[h], rcp[h])), total[h]);
+                    const float q = __fmul_rn(e2m1_grid(div_markstein_nonneg(p[nt][r], total[h], rcp[h])), total[h]);
                     p[nt][r] = q;
                     lsum[h] = __fadd_rn(lsum[h], q);
                 }
@@ -380,32 +467,38 @@ __device__ void attention(const u8* __restrict__ q_data, const u8* __restrict__ 
             lsum[h] = __fadd_rn(lsum[h], __shfl_xor_sync(0xffffffffu, lsum[h], 2));
             l_run[h] = __fadd_rn(__fmul_rn(l_run[h], alpha[h]), lsum[h]);
         }
+        // Rescale O only when some row of the warp has a new maximum (alpha = 1 is the common
+        // case once the maxima settle; multiplying by 1 would change nothing).
+        if (__any_sync(0xffffffffu, alpha[0] != 1.0f || alpha[1] != 1.0f)) {
 #pragma unroll
-        for (int j = 0; j < D / 8; ++j)
+            for (int j = 0; j < D / 8; ++j)
 #pragma unroll
-            for (int r = 0; r < L::kD_regs; ++r) o[j][r] = __fmul_rn(o[j][r], alpha[d_half(r)]);
+                for (int r = 0; r < L::kD_regs; ++r) o[j][r] = __fmul_rn(o[j][r], alpha[d_half(r)]);
+        }
 
-        // O += P·V: P's D tiles read as A fragments (checked above), V from Vᵀ in shared memory.
+        // O += P·V: P's D tiles read as A fragments (checked above), V from Vᵀ in shared memory
+        // (Vᵀ rows are the n of B, keys along the row): one ldmatrix.x4 per n8 tile j gives
+        // the B fragments of two k16 steps.
 #pragma unroll
-        for (int kc = 0; kc < BC / 16; ++kc) {
-            u32 a[L::kA_regs];
+        for (int kc = 0; kc < BC / 16; kc += 2) {
+            u32 a[2][L::kA_regs];
 #pragma unroll
-            for (int r = 0; r < L::kA_regs; ++r) {
-                const int t0 = 2 * kc + d_tile_for_a(0, r, 0), t1 = 2 * kc + d_tile_for_a(0, r, 1);
-                a[r] = f32x2_to_bf16x2(p[t0][d_reg_for_a(0, r, 0)], p[t1][d_reg_for_a(0, r, 1)]);
-            }
+            for (int x = 0; x < 2; ++x)
+#pragma unroll
+                for (int r = 0; r < L::kA_regs; ++r) {
+                    const int t0 = 2 * (kc + x) + d_tile_for_a(0, r, 0), t1 = 2 * (kc + x) + d_tile_for_a(0, r, 1);
+                    a[x][r] = f32x2_to_bf16x2(p[t0][d_reg_for_a(0, r, 0)], p[t1][d_reg_for_a(0, r, 1)]);
+                }
 #pragma unroll
             for (int j = 0; j < D / 8; ++j) {
-                u32 b[L::kB_regs];
-#pragma unroll
-                for (int r = 0; r < L::kB_regs; ++r) {
-                    const int key = kc * 16 + L::b_row_formula(lane, r, 0), d = j * L::kN + L::b_col_formula(lane, r, 0);
-                    b[r] = *reinterpret_cast<const u32*>(&sm.vt[d][key]);
-                }
+                u32 m[4];
+                ldsm_x4(m, &sm.vt[j * L::kN + lane % 8][kc * 16 + 8 * (lane / 8)]);
+                const u32 b0[L::kB_regs] = {m[0], m[1]}, b1[L::kB_regs] = {m[2], m[3]};
                 u32 acc[L::kD_regs];
 #pragma unroll
                 for (int r = 0; r < L::kD_regs; ++r) acc[r] = __float_as_uint(o[j][r]);
-                L::mma(acc, a, b, acc);
+                L::mma(acc, a[0], b0, acc);
+                L::mma(acc, a[1], b1, acc);
 #pragma unroll
                 for (int r = 0; r < L::kD_regs; ++r) o[j][r] = __uint_as_float(acc[r]);
             }

@@ -657,9 +657,10 @@ static_assert(detail::d_tables_agree<>(), "D: the slot tables, the inverse table
 #endif
 
 #if defined(__CUDACC__)
-// D = A * B + C by exactly this instruction (needs sm_89); registers as raw bits.
+// D = A * B + C by exactly this instruction (needs sm_89); registers as raw bits. Not
+// volatile: a pure function of its registers, which the compiler may schedule freely.
 __device__ __forceinline__ void mma(unsigned (&d)[4], const unsigned (&a)[2], const unsigned (&b)[1], const unsigned (&c)[4]) {
-  asm volatile(
+  asm(
       "mma.sync.aligned.m16n8k16.row.col.f32.e5m2.e4m3.f32 {%0, %1, %2, %3}, {%4, %5}, {%6}, {%7, %8, %9, %10};\n"
       : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(b[0]), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]));

@@ -657,9 +657,10 @@ static_assert(detail::d_tables_agree<>(), "D: the slot tables, the inverse table
 #endif
 
 #if defined(__CUDACC__)
-// D = A * B + C by exactly this instruction (needs sm_90); registers as raw bits.
+// D = A * B + C by exactly this instruction (needs sm_90); registers as raw bits. Not
+// volatile: a pure function of its registers, which the compiler may schedule freely.
 __device__ __forceinline__ void mma(unsigned long long (&d)[4], const unsigned long long (&a)[8], const unsigned long long (&b)[4], const unsigned long long (&c)[4]) {
-  asm volatile(
+  asm(
       "mma.sync.aligned.m16n8k16.row.col.f64.f64.f64.f64 {%0, %1, %2, %3}, {%4, %5, %6, %7, %8, %9, %10, %11}, {%12, %13, %14, %15}, {%16, %17, %18, %19};\n"
       : "=l"(d[0]), "=l"(d[1]), "=l"(d[2]), "=l"(d[3])
       : "l"(a[0]), "l"(a[1]), "l"(a[2]), "l"(a[3]), "l"(a[4]), "l"(a[5]), "l"(a[6]), "l"(a[7]), "l"(b[0]), "l"(b[1]), "l"(b[2]), "l"(b[3]), "l"(c[0]), "l"(c[1]), "l"(c[2]), "l"(c[3]));

@@ -677,12 +677,13 @@ static_assert(detail::d_tables_agree<>(), "D: the slot tables, the inverse table
 #endif
 
 #if defined(__CUDACC__)
-// D = A * B + C by exactly this instruction (needs sm_120a); registers as raw bits.
+// D = A * B + C by exactly this instruction (needs sm_120a); registers as raw bits. Not
+// volatile: a pure function of its registers, which the compiler may schedule freely.
 // Block scales: scale_a and scale_b are this lane's scale words; ByteA/ThreadA and
 // ByteB/ThreadB the {byte-id, thread-id} selectors (immediates).
 template <int ByteA = 0, int ThreadA = 0, int ByteB = 0, int ThreadB = 0>
 __device__ __forceinline__ void mma(unsigned (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2], const unsigned (&c)[4], unsigned scale_a, unsigned scale_b) {
-  asm volatile(
+  asm(
       "mma.sync.aligned.m16n8k32.row.col.kind::mxf8f6f4.block_scale.scale_vec::1X.f32.e2m3.e4m3.f32.ue8m0 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13}, %14, {%15, %16}, %17, {%18, %19};\n"
       : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]), "r"(scale_a), "n"(ByteA), "n"(ThreadA), "r"(scale_b), "n"(ByteB), "n"(ThreadB));

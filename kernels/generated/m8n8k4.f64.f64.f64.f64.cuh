@@ -621,9 +621,10 @@ static_assert(detail::d_tables_agree<>(), "D: the slot tables, the inverse table
 #endif
 
 #if defined(__CUDACC__)
-// D = A * B + C by exactly this instruction (needs sm_80); registers as raw bits.
+// D = A * B + C by exactly this instruction (needs sm_80); registers as raw bits. Not
+// volatile: a pure function of its registers, which the compiler may schedule freely.
 __device__ __forceinline__ void mma(unsigned long long (&d)[2], const unsigned long long (&a)[1], const unsigned long long (&b)[1], const unsigned long long (&c)[2]) {
-  asm volatile(
+  asm(
       "mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, {%4, %5};\n"
       : "=l"(d[0]), "=l"(d[1])
       : "l"(a[0]), "l"(b[0]), "l"(c[0]), "l"(c[1]));

@@ -15,14 +15,15 @@ use cudarc::driver::sys;
 /// The kernel source, relative to `kernels/`.
 pub const SOURCE: &str = "attention/attn_fp4_sm90.cu";
 
-/// Warps per CTA (16 query rows each): `ATTN_WARPS` in the kernel. `FP4PROBE_ATTN_WARPS`
-/// (4 or 8) overrides it, for tuning.
+/// Warps per CTA (16 query rows each): `ATTN_WARPS` in the kernel. 8 measured faster than 4
+/// on the H100 (each thread decodes half as much of a key tile; 131 against 119 TFLOP/s at
+/// S = 4096, d = 128). `FP4PROBE_ATTN_WARPS` (4 or 8) overrides it, for tuning.
 pub fn warps() -> usize {
     std::env::var("FP4PROBE_ATTN_WARPS")
         .ok()
         .and_then(|v| v.parse().ok())
         .filter(|&w| w == 4 || w == 8)
-        .unwrap_or(4)
+        .unwrap_or(8)
 }
 
 /// `attn_nvfp4_d128`: the entry point for an input format and head dimension.

@@ -460,7 +460,7 @@ fn mma_wrapper(s: &mut String, src: &Source, ods: &[OperandData]) {
     }
     let _ = writeln!(
         s,
-        "#if defined(__CUDACC__)\n// D = A * B + C by exactly this instruction (needs {target}); registers as raw bits.{scaled}",
+        "#if defined(__CUDACC__)\n// D = A * B + C by exactly this instruction (needs {target}); registers as raw bits. Not\n// volatile: a pure function of its registers, which the compiler may schedule freely.{scaled}",
         scaled = if v.scale.is_some() {
             "\n// Block scales: scale_a and scale_b are this lane's scale words; ByteA/ThreadA and\n// ByteB/ThreadB the {byte-id, thread-id} selectors (immediates)."
         } else {
@@ -470,7 +470,7 @@ fn mma_wrapper(s: &mut String, src: &Source, ods: &[OperandData]) {
     );
     let _ = writeln!(
         s,
-        "{template}__device__ __forceinline__ void mma({}) {{\n  asm volatile(\n      \"{} {operands};\\n\"\n      : {}\n      : {});\n}}\n#endif  // __CUDACC__",
+        "{template}__device__ __forceinline__ void mma({}) {{\n  asm(\n      \"{} {operands};\\n\"\n      : {}\n      : {});\n}}\n#endif  // __CUDACC__",
         params.join(", "),
         v.opcode(),
         outs.join(", "),
