@@ -46,12 +46,21 @@ pub fn compile(arch: &str) -> Result<nvrtc::Compiled> {
     nvrtc::compile(&src, SOURCE, &options, Output::Cubin)
 }
 
+/// The on-the-fly path's kernels in the attention module.
+const PRE_PASSES: [&str; 5] = [
+    "transpose_pad_16bit",
+    "transpose_pad_32bit",
+    "smooth_k_f32",
+    "smooth_k_bf16",
+    "smooth_k_f16",
+];
+
 /// The loaded kernel.
 pub struct AttentionKernel<'a> {
     backend: &'a CudaBackend,
     module: PtxModule,
-    /// `transpose_pad_16bit`, for the on-the-fly path.
-    transpose: sys::CUfunction,
+    /// The on-the-fly path's pre-passes, by name (`transpose_pad_16bit`, `smooth_k_bf16`, ...).
+    pre_passes: Vec<(&'static str, sys::CUfunction)>,
 }
 
 /// Q, K, V on the device and the output buffer, for repeated launches.
@@ -107,12 +116,22 @@ impl<'a> AttentionKernel<'a> {
         let image =
             compile(&arch).with_context(|| format!("compiling kernels/{SOURCE} for {arch}"))?;
         let module = backend.load_cubin(&image.image)?;
-        let transpose = module.function("transpose_pad_16bit")?;
+        let pre_passes = PRE_PASSES
+            .iter()
+            .map(|&name| Ok((name, module.function(name)?)))
+            .collect::<Result<_>>()?;
         Ok(AttentionKernel {
             backend,
             module,
-            transpose,
+            pre_passes,
         })
+    }
+
+    fn pre_pass(&self, name: &str) -> Result<sys::CUfunction> {
+        match self.pre_passes.iter().find(|(n, _)| *n == name) {
+            Some(&(_, f)) => Ok(f),
+            None => bail!("{name} is not one of the attention module's pre-passes"),
+        }
     }
 
     /// Enqueue one forward pass (no wait).
@@ -217,14 +236,18 @@ impl std::fmt::Display for Resources {
     }
 }
 
-/// The on-the-fly path: 16-bit (bf16 or f16) Q, K, V [B,H,S,D] on the device, quantized there
-/// by the quantizer's kernels (Q, K along D; V transposed and padded by `transpose_pad_16bit`,
-/// then along the keys), then the attention kernel. Same bytes as `prequantize` of the widened
-/// inputs, so the same O. K smoothing is not part of it (it needs K's mean first).
+/// The on-the-fly path: bf16, f16 or f32 Q, K, V [B,H,S,D] on the device, quantized there by
+/// the quantizer's kernels (Q, K along D; V transposed and padded by `transpose_pad_16bit` or
+/// `_32bit`, then along the keys), then the attention kernel. With `smooth_k`, K's channel
+/// means are subtracted first on the GPU (`smooth_k_*`, into an f32 K' that is quantized
+/// instead). Same bytes as `prequantize` of the widened inputs, so the same O.
 pub struct OnTheFly {
     pub shape: AttnShape,
     pub format: Format,
+    in_type: InType,
     q: DeviceQuant,
+    /// K as uploaded, when it is smoothed before quantization (else K is `k.input`).
+    k_raw: Option<DeviceBuffer>,
     k: DeviceQuant,
     v: DeviceBuffer,
     vt: DeviceQuant,
@@ -233,27 +256,38 @@ pub struct OnTheFly {
 }
 
 impl OnTheFly {
-    /// Upload Q, K, V (little-endian 16-bit elements of `in_type`) and allocate everything.
+    /// Upload Q, K, V (little-endian elements of `in_type`) and allocate everything.
+    #[allow(clippy::too_many_arguments)]
     pub fn upload(
         backend: &CudaBackend,
         shape: &AttnShape,
         format: Format,
         in_type: InType,
+        smooth_k: bool,
         q: &[u8],
         k: &[u8],
         v: &[u8],
     ) -> Result<Self> {
-        if in_type == InType::F32 {
-            bail!("the on-the-fly path takes bf16 or f16 inputs");
-        }
         let block = format.block();
         let vt_elems = shape.vt_len();
-        let vt_in = DeviceBuffer::zeroed(backend, vt_elems * 2, "Vᵀ")?;
+        let vt_in = DeviceBuffer::zeroed(backend, vt_elems * in_type.size(), "Vᵀ")?;
+        let (k_raw, k) = if smooth_k {
+            let k_elems = k.len() / in_type.size();
+            let smoothed = DeviceBuffer::zeroed(backend, k_elems * 4, "smoothed K")?;
+            (
+                Some(DeviceBuffer::from_bytes(backend, k, "K")?),
+                DeviceQuant::on_device(backend, InType::F32, smoothed, k_elems, block)?,
+            )
+        } else {
+            (None, DeviceQuant::upload(backend, in_type, k, block)?)
+        };
         Ok(OnTheFly {
             shape: *shape,
             format,
+            in_type,
             q: DeviceQuant::upload(backend, in_type, q, block)?,
-            k: DeviceQuant::upload(backend, in_type, k, block)?,
+            k_raw,
+            k,
             v: DeviceBuffer::from_bytes(backend, v, "V")?,
             vt: DeviceQuant::on_device(backend, in_type, vt_in, vt_elems, block)?,
             ts: DeviceBuffer::from_words(backend, &[1.0f32.to_bits(); 3], "tensor scales")?,
@@ -268,13 +302,32 @@ impl OnTheFly {
         }
     }
 
-    /// Enqueue quantization of Q, K, Vᵀ and the attention kernel (no wait).
+    /// Enqueue K smoothing (if asked), quantization of Q, K, Vᵀ and the attention kernel (no
+    /// wait).
     pub fn enqueue(&self, quant: &QuantKernels, attn: &AttentionKernel) -> Result<()> {
         let s = &self.shape;
         let spec = self.spec();
-        quant.enqueue(&spec, &self.q)?;
-        quant.enqueue(&spec, &self.k)?;
         let u = |v: usize| u32::try_from(v).context("size does not fit in 32 bits");
+        quant.enqueue(&spec, &self.q)?;
+        if let Some(k_raw) = &self.k_raw {
+            let f = attn.pre_pass(&format!("smooth_k_{}", self.in_type.name()))?;
+            let args = [
+                KernelArg::Ptr(k_raw.ptr()),
+                KernelArg::Ptr(self.k.input.ptr()),
+                KernelArg::U32(u(s.seq_k)?),
+                KernelArg::U32(u(s.head_dim)?),
+            ];
+            // SAFETY: smooth_k_*(const void* k, float* out, u32 Sk, u32 D): k holds [bh][Sk][D]
+            // elements of in_type, out as many f32 (allocated from the same shape); one CTA
+            // per bh, one thread per channel (D <= 256).
+            unsafe { attn.backend.launch(f, u(s.bh())?, u(s.head_dim)?, &args)? };
+        }
+        quant.enqueue(&spec, &self.k)?;
+        let transpose = attn.pre_pass(if self.in_type == InType::F32 {
+            "transpose_pad_32bit"
+        } else {
+            "transpose_pad_16bit"
+        })?;
         let args = [
             KernelArg::Ptr(self.v.ptr()),
             KernelArg::Ptr(self.vt.input.ptr()),
@@ -283,13 +336,10 @@ impl OnTheFly {
             KernelArg::U32(u(s.head_dim)?),
         ];
         let grid = (u(s.seq_k_padded() / 32)?, u(s.head_dim / 32)?, u(s.bh())?);
-        // SAFETY: transpose_pad_16bit(const u16* v, u16* vt, u32 Sk, u32 Skp, u32 D): v holds
-        // [bh][Sk][D] and vt [bh][D][Skp] 16-bit elements (allocated from the same shape); the
-        // grid covers Skp/32 × D/32 × bh tiles of 32 × 32.
-        unsafe {
-            attn.backend
-                .launch_3d(attn.transpose, grid, (32, 8), &args)?
-        };
+        // SAFETY: transpose_pad_{16,32}bit(const T* v, T* vt, u32 Sk, u32 Skp, u32 D): v holds
+        // [bh][Sk][D] and vt [bh][D][Skp] elements of in_type (allocated from the same shape);
+        // the grid covers Skp/32 × D/32 × bh tiles of 32 × 32.
+        unsafe { attn.backend.launch_3d(transpose, grid, (32, 8), &args)? };
         quant.enqueue(&spec, &self.vt)?;
         if spec.two_level() {
             for (i, t) in [&self.q, &self.k, &self.vt].into_iter().enumerate() {

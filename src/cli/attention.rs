@@ -272,33 +272,37 @@ fn suite_cases() -> Result<Vec<Case>> {
     Ok(cases)
 }
 
-/// Q, K, V as bf16 bytes, and the values those bytes hold, widened to f32.
-fn bf16_inputs(shape: &AttnShape, seed: u64) -> ([Vec<u8>; 3], [Vec<f32>; 3]) {
+/// Q, K, V as bytes of `in_type`, and the values those bytes hold, widened to f32.
+fn typed_inputs(shape: &AttnShape, seed: u64, in_type: InType) -> ([Vec<u8>; 3], [Vec<f32>; 3]) {
     let (q, k, v) = make_inputs(shape, Inputs::Gaussian, seed);
     let ((qb, qf), (kb, kf), (vb, vf)) = (
-        encode_input(&q, InType::Bf16),
-        encode_input(&k, InType::Bf16),
-        encode_input(&v, InType::Bf16),
+        encode_input(&q, in_type),
+        encode_input(&k, in_type),
+        encode_input(&v, in_type),
     );
     ([qb, kb, vb], [qf, kf, vf])
 }
 
-/// The on-the-fly path (bf16 in, quantized on the GPU) against the pre-quantized path on the
-/// same values: the same bytes reach the kernel, so O must be identical.
+/// The on-the-fly path (quantized on the GPU, K smoothed there if asked) against the
+/// pre-quantized path on the same values: the same bytes reach the kernel, so O must be
+/// identical.
 fn onthefly_matches_prequant(
     kernel: &AttentionKernel,
     quant: &QuantKernels,
     shape: &AttnShape,
     format: Format,
+    in_type: InType,
+    smooth_k: bool,
 ) -> Result<Comparison> {
-    let (bytes, wide) = bf16_inputs(shape, 9);
-    let qkv = prequantize(shape, &wide[0], &wide[1], &wide[2], false, format)?;
+    let (bytes, wide) = typed_inputs(shape, 9, in_type);
+    let qkv = prequantize(shape, &wide[0], &wide[1], &wide[2], smooth_k, format)?;
     let pre = kernel.run(&qkv)?;
     let fly = OnTheFly::upload(
         kernel.backend(),
         shape,
         format,
-        InType::Bf16,
+        in_type,
+        smooth_k,
         &bytes[0],
         &bytes[1],
         &bytes[2],
@@ -347,22 +351,38 @@ fn suite(kernel: &AttentionKernel) -> Result<ExitCode> {
         );
     }
     let quant = QuantKernels::load(kernel.backend())?;
+    let fly_cases = [
+        (InType::Bf16, false),
+        (InType::F32, false),
+        (InType::F16, false),
+        (InType::Bf16, true),
+        (InType::F16, true),
+        (InType::F32, true),
+    ];
     for format in [Format::Nvfp4, Format::Mxfp4] {
         for shape in [
             AttnShape::new(1, 3, 77, 133, 128, true)?,
             AttnShape::new(2, 2, 256, 300, 64, false)?,
         ] {
-            let c = onthefly_matches_prequant(kernel, &quant, &shape, format)?;
-            let ok = c.relative_error == 0.0;
-            failed += !ok as usize;
-            println!(
-                "| {shape} | {} | on-the-fly (bf16 in) vs pre-quantized | {:.6}, {:.2e}, {:.2e} | — | {} |",
-                format.name(),
-                c.cosine,
-                c.relative_error,
-                c.max_abs_error,
-                if ok { "pass" } else { "FAIL" }
-            );
+            for (in_type, smooth) in fly_cases {
+                let c = onthefly_matches_prequant(kernel, &quant, &shape, format, in_type, smooth)?;
+                let ok = c.relative_error == 0.0;
+                failed += !ok as usize;
+                println!(
+                    "| {shape} | {} | on-the-fly ({} in{}) vs pre-quantized | {:.6}, {:.2e}, {:.2e} | — | {} |",
+                    format.name(),
+                    in_type.name(),
+                    if smooth {
+                        ", K smoothed on the GPU"
+                    } else {
+                        ""
+                    },
+                    c.cosine,
+                    c.relative_error,
+                    c.max_abs_error,
+                    if ok { "pass" } else { "FAIL" }
+                );
+            }
         }
     }
     if failed > 0 {
@@ -396,13 +416,14 @@ fn bench(a: &Args, kernel: &AttentionKernel) -> Result<ExitCode> {
             let shape = AttnShape::new(1, a.bench_heads, seq, seq, d, false)?;
             let (q, k, v) = make_inputs(&shape, Inputs::Gaussian, 7);
             // On the fly: bf16 Q, K, V quantized on the GPU inside the timed region.
-            let (bytes, _) = bf16_inputs(&shape, 7);
+            let (bytes, _) = typed_inputs(&shape, 7, InType::Bf16);
             let quant = QuantKernels::load(kernel.backend())?;
             let mut fly = OnTheFly::upload(
                 kernel.backend(),
                 &shape,
                 Format::Nvfp4,
                 InType::Bf16,
+                false,
                 &bytes[0],
                 &bytes[1],
                 &bytes[2],
