@@ -66,7 +66,7 @@ fn kernels_compile_for_sm90_and_sm120a_with_wide_loads_and_no_per_element_divisi
                 let name = quant_entry(&spec, input);
                 let f = function_sass(&listing, &name);
                 assert!(!f.is_empty(), "{arch}: {name} missing from the cubin");
-                // 4 groups of f32 a thread (two 16-byte loads each), unroll_16bit() of 16-bit.
+                // 4 groups of f32 a thread (two 16-byte loads each); unroll_16bit(format) for 16-bit.
                 let wide = f
                     .iter()
                     .filter(|l| l.contains("LDG.") && l.contains(".128"))
@@ -74,7 +74,7 @@ fn kernels_compile_for_sm90_and_sm120a_with_wide_loads_and_no_per_element_divisi
                 let want = if input == InType::F32 {
                     8
                 } else {
-                    unroll_16bit() as usize
+                    unroll_16bit(spec.format) as usize
                 };
                 assert_eq!(wide, want, "{arch} {name}: 16-byte loads\n{}", f.join("\n"));
                 // 32 or 64 elements per thread: an inlined per-element division would show at

@@ -51,20 +51,26 @@ __device__ __forceinline__ float e8m0_to_f32(u32 b) {
                   : (b == E8M0_NAN ? __uint_as_float(0x7fffffffu) : __uint_as_float(b << 23));
 }
 
-// Clamp to [2^-6, 448] and round to E4M3, ties to even (codes.rs: e4m3_clamp_round).
+// Clamp to [2^-6, 448] and round to E4M3, ties to even (codes.rs: e4m3_clamp_round). The
+// rounding is one conversion instruction (sm_89 and later), exact like the bit form it
+// replaced: the clamped value is a normal E4M3 number's neighbourhood, never NaN.
 __device__ __forceinline__ u32 e4m3_clamp_round(float v) {
     if (v != v) return E4M3_NAN;
     v = fminf(fmaxf(v, 0.015625f), 448.0f);
-    u32 b = __float_as_uint(v);
-    u32 r = b + 0x7ffffu + ((b >> 20) & 1u);
-    return ((((r >> 23) & 0xffu) - 120u) << 3) | ((r >> 20) & 7u);
+    unsigned short pair;
+    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(pair) : "f"(0.0f), "f"(v));
+    return pair & 0xffu;
 }
 
+// An E4M3 byte's value (0x7f/0xff NaN), through the exact E4M3 → f16 conversion.
 __device__ __forceinline__ float e4m3_to_f32(u32 b) {
-    u32 e = (b >> 3) & 15u, m = b & 7u;
-    if ((b & 0x7fu) == 0x7fu) return __uint_as_float(0x7fffffffu);
-    float mag = e == 0 ? __fmul_rn((float)m, 0.001953125f) : __uint_as_float(((e + 120u) << 23) | (m << 20));
-    return (b & 0x80u) ? -mag : mag;
+    const unsigned short pair = (unsigned short)(b & 0xffu);
+    u32 h2;
+    asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(h2) : "h"(pair));
+    const unsigned short h = (unsigned short)(h2 & 0xffffu);
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+    return f;
 }
 
 // IEEE division, kept out of line: only blocks whose scale is near the ends of the exponent

@@ -8,7 +8,7 @@
 // 16 bf16/f16), and writes their codes as one or two 32-bit words. A quantization block is
 // held by 1, 2 or 4 neighbouring lanes, which reduce the block maximum with xor shuffles. Each
 // thread handles In::UNROLL groups, all loaded before any is processed, so enough bytes are in
-// flight to saturate HBM (f32: 4 groups, 128 bytes; 16-bit: UNROLL_16BIT/2 groups). Loads and
+// flight to saturate HBM (f32: 4 groups, 128 bytes; 16-bit: UNROLL_16BIT_*/2 groups). Loads and
 // stores are marked streaming (every byte is touched once): 2-4% faster than __ldg at
 // 4096x8192 bf16 on the H100. No IEEE division per element: MXFP4 multiplies by an exact
 // power of two; NVFP4 divides with one reciprocal per block and Markstein's two-FMA
@@ -34,7 +34,7 @@ __device__ __forceinline__ u32 place_sign(float x, int i) {
 }
 
 struct InF32 {
-    static constexpr int CHUNKS = 1, N = 8, UNROLL = 4;
+    static constexpr int CHUNKS = 1, N = 8, UNROLL = 4;  // In::UNROLL: groups a thread loads
     struct Raw {
         uint4 a, b;
     };
@@ -65,10 +65,13 @@ struct InF32 {
     }
 };
 
-// 8-element chunks a thread loads at once from 16-bit inputs (an even number: groups of 16);
-// the host passes the same value (src/quant/cuda.rs, unroll_16bit).
-#ifndef UNROLL_16BIT
-#define UNROLL_16BIT 4
+// 8-element chunks a thread loads at once from 16-bit inputs, per format (an even number:
+// groups of 16); the host passes the same values (src/quant/cuda.rs, unroll_16bit).
+#ifndef UNROLL_16BIT_MX
+#define UNROLL_16BIT_MX 2
+#endif
+#ifndef UNROLL_16BIT_NV
+#define UNROLL_16BIT_NV 4
 #endif
 
 // 16-bit inputs: 16 elements, each widened exactly by Widen. The amax is taken on the packed
@@ -76,7 +79,7 @@ struct InF32 {
 // in f32, and widening keeps that order, NaN included.
 template <class Widen>
 struct In16 {
-    static constexpr int CHUNKS = 2, N = 16, UNROLL = UNROLL_16BIT / 2;
+    static constexpr int CHUNKS = 2, N = 16, UNROLL = UNROLL_16BIT_NV / 2;
     struct Raw {
         uint4 a, b;
     };
@@ -252,12 +255,12 @@ __device__ __forceinline__ float block_sse(const float* v, const u32* words, flo
     return acc;
 }
 
-// The In::UNROLL groups base, base + blockDim.x, ... of this thread, all loads issued before
+// The UNROLL groups base, base + blockDim.x, ... of this thread, all loads issued before
 // any value is used; groups past the end read as zeros.
-template <class In>
-__device__ __forceinline__ void load_groups(const void* x, u64 base, u32 groups, typename In::Raw (&raw)[In::UNROLL]) {
+template <class In, int UNROLL>
+__device__ __forceinline__ void load_groups(const void* x, u64 base, u32 groups, typename In::Raw (&raw)[UNROLL]) {
 #pragma unroll
-    for (int u = 0; u < In::UNROLL; u++) {
+    for (int u = 0; u < UNROLL; u++) {
         const u64 g = base + (u64)u * blockDim.x;
         raw[u] = g < groups ? In::load(x, g) : In::zero();
     }
@@ -292,10 +295,11 @@ __device__ __forceinline__ void quantize(const void* x, u32 chunks, u32* data, u
         rt = __frcp_rn(t);
         if (blockIdx.x == 0 && threadIdx.x == 0) *tensor_scale_out = t;
     }
-    constexpr int UNROLL = In::UNROLL;
+    // Groups a thread loads at once: In::UNROLL, except MXFP4 on 16-bit inputs (UNROLL_16BIT_MX).
+    constexpr int UNROLL = In::N == 16 && FMT == MX ? UNROLL_16BIT_MX / 2 : In::UNROLL;
     const u64 base = (u64)blockIdx.x * blockDim.x * UNROLL + threadIdx.x;
     typename In::Raw raw[UNROLL];
-    load_groups<In>(x, base, groups, raw);
+    load_groups<In, UNROLL>(x, base, groups, raw);
 #pragma unroll
     for (int u = 0; u < UNROLL; u++) {
         u64 g = base + (u64)u * blockDim.x;
@@ -365,7 +369,7 @@ __device__ __forceinline__ void finite_amax(const void* x, u32 chunks, u32* out)
     const u64 stride = (u64)gridDim.x * blockDim.x * UNROLL;
     for (u64 base = (u64)blockIdx.x * blockDim.x * UNROLL + threadIdx.x; base < groups; base += stride) {
         typename In::Raw raw[UNROLL];
-        load_groups<In>(x, base, groups, raw);
+        load_groups<In, UNROLL>(x, base, groups, raw);
 #pragma unroll
         for (int u = 0; u < UNROLL; u++) {
             float v[In::N];
