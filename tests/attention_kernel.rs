@@ -4,21 +4,17 @@
 //! prints a note and passes.
 
 use fp4probe::attention::kernel::{compile, entry};
-use fp4probe::codegen::nvrtc;
 use fp4probe::quant::Format;
 use fp4probe::tools;
 
+#[path = "support/nvrtc.rs"]
+mod nvrtc_support;
+use nvrtc_support::nvrtc_or_skip;
+
 #[test]
 fn attention_kernel_compiles_for_sm90_and_sm120a() {
-    match nvrtc::load() {
-        Ok(_) => {}
-        Err(e) if std::env::var_os("CI").is_some() => {
-            panic!("CI is set but NVRTC cannot be loaded: {e:#}")
-        }
-        Err(e) => {
-            eprintln!("skipped: {e:#}");
-            return;
-        }
+    if !nvrtc_or_skip("attention kernel") {
+        return;
     }
     for arch in ["sm_90", "sm_120a"] {
         let cubin = compile(arch).unwrap_or_else(|e| panic!("{arch}: {e:#}"));

@@ -19,6 +19,10 @@ use fp4probe::isa::{Operand, ScaleSelectors, Target, Variant, catalog};
 use fp4probe::tools;
 use std::path::{Path, PathBuf};
 
+#[path = "support/nvrtc.rs"]
+mod nvrtc_support;
+use nvrtc_support::nvrtc_or_skip;
+
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
@@ -261,25 +265,6 @@ fn tiles_through_the_rust_tables_reproduce_the_cpu_gemm_on_the_emulator() {
 }
 
 // ---- NVRTC and ptxas -------------------------------------------------------------------------
-
-/// NVRTC, or None (with a note) where it cannot be loaded and CI is not set.
-fn nvrtc_or_skip(test: &str) -> bool {
-    match nvrtc::load() {
-        Ok(n) => {
-            eprintln!("{test}: NVRTC {}.{} {:?}", n.version.0, n.version.1, n.path);
-            true
-        }
-        Err(e) if std::env::var_os("CI").is_some() => {
-            panic!(
-                "{test}: CI is set but NVRTC cannot be loaded (run .ci/install-cuda-tools): {e:#}"
-            )
-        }
-        Err(e) => {
-            eprintln!("{test}: skipped: {e:#}");
-            false
-        }
-    }
-}
 
 /// A translation unit: every generated header, the tile kernel, and for every variant in
 /// `variants` a kernel that runs its generated `mma` wrapper once (registers straight from

@@ -2,25 +2,13 @@
 //! shape the design promises: 16-byte loads, no per-element division. Without libnvrtc (and
 //! without CI set) the tests print a note and pass; on CI NVRTC is required.
 
-use fp4probe::codegen::nvrtc;
 use fp4probe::quant::cuda::{InType, compile, quant_entry, unroll_16bit};
 use fp4probe::quant::{NvLevels, ScaleMode, Spec};
 use fp4probe::tools;
 
-fn nvrtc_or_skip(test: &str) -> bool {
-    match nvrtc::load() {
-        Ok(_) => true,
-        Err(e) if std::env::var_os("CI").is_some() => {
-            panic!(
-                "{test}: CI is set but NVRTC cannot be loaded (run .ci/install-cuda-tools): {e:#}"
-            )
-        }
-        Err(e) => {
-            eprintln!("{test}: skipped: {e:#}");
-            false
-        }
-    }
-}
+#[path = "support/nvrtc.rs"]
+mod nvrtc_support;
+use nvrtc_support::nvrtc_or_skip;
 
 /// The SASS of one function of a cuobjdump listing: the lines after its `Function :` header.
 fn function_sass<'a>(listing: &'a str, name: &str) -> Vec<&'a str> {
