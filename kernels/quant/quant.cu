@@ -33,8 +33,8 @@ __device__ __forceinline__ u32 place_sign(float x, int i) {
     return (__float_as_uint(x) & 0x80000000u) >> (28 - 4 * i);
 }
 
-struct InF32 {
-    static constexpr int CHUNKS = 1, N = 8, UNROLL = 4;  // In::UNROLL: groups a thread loads
+// What every input format loads for a group: 32 bytes, two 16-byte streaming loads.
+struct Bytes32 {
     struct Raw {
         uint4 a, b;
     };
@@ -43,21 +43,33 @@ struct InF32 {
         return Raw{__ldcs(p), __ldcs(p + 1)};
     }
     static __device__ __forceinline__ Raw zero() { return Raw{make_uint4(0, 0, 0, 0), make_uint4(0, 0, 0, 0)}; }
+    static __device__ __forceinline__ void words(const Raw& r, u32 (&w)[8]) {
+        const u32 all[8] = {r.a.x, r.a.y, r.a.z, r.a.w, r.b.x, r.b.y, r.b.z, r.b.w};
+#pragma unroll
+        for (int i = 0; i < 8; i++) w[i] = all[i];
+    }
+};
+
+struct InF32 : Bytes32 {
+    static constexpr int CHUNKS = 1, N = 8, UNROLL = 4;  // In::UNROLL: groups a thread loads
     static __device__ __forceinline__ void widen(const Raw& r, float v[N]) {
-        const u32 w[8] = {r.a.x, r.a.y, r.a.z, r.a.w, r.b.x, r.b.y, r.b.z, r.b.w};
+        u32 w[8];
+        words(r, w);
 #pragma unroll
         for (int i = 0; i < 8; i++) v[i] = __uint_as_float(w[i]);
     }
     // The signs of the group's elements at bits 4i+3 (other bits: anything).
     static __device__ __forceinline__ u32 signs(const Raw& r, int) {
-        const u32 w[8] = {r.a.x, r.a.y, r.a.z, r.a.w, r.b.x, r.b.y, r.b.z, r.b.w};
+        u32 w[8];
+        words(r, w);
         u32 s = 0;
 #pragma unroll
         for (int i = 0; i < 8; i++) s |= place_sign(__uint_as_float(w[i]), i);
         return s;
     }
     static __device__ __forceinline__ u32 amax(const Raw& r) {
-        const u32 w[8] = {r.a.x, r.a.y, r.a.z, r.a.w, r.b.x, r.b.y, r.b.z, r.b.w};
+        u32 w[8];
+        words(r, w);
         u32 m = 0;
 #pragma unroll
         for (int i = 0; i < 8; i++) m = max(m, w[i] & 0x7fffffffu);
@@ -78,18 +90,11 @@ struct InF32 {
 // halves (two elements per instruction); |x| orders like its bit pattern in bf16 and f16 as
 // in f32, and widening keeps that order, NaN included.
 template <class Widen>
-struct In16 {
+struct In16 : Bytes32 {
     static constexpr int CHUNKS = 2, N = 16, UNROLL = UNROLL_16BIT_NV / 2;
-    struct Raw {
-        uint4 a, b;
-    };
-    static __device__ __forceinline__ Raw load(const void* x, u64 g) {
-        const uint4* p = reinterpret_cast<const uint4*>(x) + 2 * g;
-        return Raw{__ldcs(p), __ldcs(p + 1)};
-    }
-    static __device__ __forceinline__ Raw zero() { return Raw{make_uint4(0, 0, 0, 0), make_uint4(0, 0, 0, 0)}; }
     static __device__ __forceinline__ void widen(const Raw& r, float v[N]) {
-        const u32 w[8] = {r.a.x, r.a.y, r.a.z, r.a.w, r.b.x, r.b.y, r.b.z, r.b.w};
+        u32 w[8];
+        words(r, w);
 #pragma unroll
         for (int i = 0; i < 8; i++) {
             v[2 * i] = Widen::f32(w[i] & 0xffffu);
