@@ -21,3 +21,10 @@ python3 tests/gpu/attention_bench_sdpa.py bench --csv "$OUT/sdpa.csv" 2>"$OUT/sd
 python3 tests/gpu/attention_bench_sdpa.py merge --csv "$OUT/sdpa.csv" --csv "$OUT/fp4.csv" \
   --out "$OUT/attention-bench.csv" --markdown "$OUT/attention-bench.md"
 cat "$OUT/attention-bench.md"
+echo "== head_dim 256 (separate files: attention-bench.csv keeps the issue's d = 64/128 shapes)"
+$B/fp4probe attention --bench --head-dims 256 --seqs 1024 --seqs 4096 --seqs 16384 --csv "$OUT/fp4-d256.csv" 2>"$OUT/fp4-d256.log"; echo "fp4 d256 rc=$?"
+python3 tests/gpu/attention_bench_sdpa.py bench --shapes 1x32x1024x256 1x32x4096x256 1x32x16384x256 \
+  --csv "$OUT/sdpa-d256.csv" 2>"$OUT/sdpa-d256.log" | tail -2; echo "sdpa d256 rc=$?"
+python3 tests/gpu/attention_bench_sdpa.py merge --csv "$OUT/sdpa-d256.csv" --csv "$OUT/fp4-d256.csv" \
+  --out "$OUT/attention-bench-d256.csv" --markdown "$OUT/attention-bench-d256.md"
+cat "$OUT/attention-bench-d256.md"
