@@ -711,3 +711,73 @@ fn a_wrong_table_entry_fails_to_compile() {
     }
     let _ = std::fs::remove_dir_all(&scratch);
 }
+
+#[test]
+fn scale_tables_follow_the_ptx_isa_scale_layout() {
+    // The generated scale tables of every block-scaled variant against the PTX ISA's scale-factor
+    // layout (the same closed form for mxf8f6f4, mxf4 and mxf4nvf4 at every scale_vec): scale_a
+    // of row r sits in lane 4·(r%8) + r/8 + 2·thread-id, byte byte-id + j for k-block j;
+    // scale_b of column c in lane 4·c + thread-id, byte byte-id + j. Checked by static_assert
+    // in a host C++17 compile of the headers; skipped without a C++ compiler.
+    let test = "scale_tables_follow_the_ptx_isa_scale_layout";
+    let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
+    let mut src = String::from("#include \"generated/fp4probe_layouts.cuh\"\n");
+    let mut checked = 0;
+    for t in VARIANTS.iter().filter(|t| t.id.contains("block_scale")) {
+        checked += 1;
+        src += &format!(
+            r#"namespace check_{ns} {{
+using namespace fp4probe::{ns};
+constexpr bool follows_isa() {{
+  int accepted_a = 0, accepted_b = 0;
+  for (int b = 0; b < 4; ++b)
+    for (int t = 0; t < 4; ++t) {{
+      if (scale_a_lane(b, t, 0, 0) >= 0) {{
+        ++accepted_a;
+        for (int r = 0; r < kA_rows; ++r)
+          for (int j = 0; j < kScale_kblocks; ++j)
+            if (scale_a_lane(b, t, r, j) != 4 * (r % 8) + r / 8 + 2 * t || scale_a_byte(b, t, r, j) != b + j) return false;
+      }}
+      if (scale_b_lane(b, t, 0, 0) >= 0) {{
+        ++accepted_b;
+        for (int c = 0; c < kB_cols; ++c)
+          for (int j = 0; j < kScale_kblocks; ++j)
+            if (scale_b_lane(b, t, c, j) != 4 * c + t || scale_b_byte(b, t, c, j) != b + j) return false;
+      }}
+    }}
+  return accepted_a > 0 && accepted_b > 0 && kScale_kblocks == kScaleVec;
+}}
+static_assert(follows_isa(), "{id}");
+}}
+"#,
+            ns = t.cpp_name,
+            id = t.id
+        );
+    }
+    assert!(
+        checked >= 29,
+        "{test}: only {checked} block-scaled variants"
+    );
+    let dir = std::env::temp_dir().join(format!("fp4probe-scale-cxx-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let main = dir.join("scales.cpp");
+    std::fs::write(&main, src).unwrap();
+    let out = std::process::Command::new(&cxx)
+        .args(["-std=c++17", "-fsyntax-only", "-I"])
+        .arg(root().join("kernels"))
+        .arg(&main)
+        .output();
+    let out = match out {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("{test}: skipped: cannot run {cxx}: {e}");
+            return;
+        }
+    };
+    assert!(
+        out.status.success(),
+        "{cxx} rejected the scale tables:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    eprintln!("{test}: {checked} block-scaled variants follow the documented scale layout");
+}

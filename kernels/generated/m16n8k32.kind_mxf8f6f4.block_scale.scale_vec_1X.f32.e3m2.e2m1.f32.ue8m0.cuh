@@ -22,7 +22,7 @@
 // kX_slot<>[row][col] (element -> flat slot), x_coord(lane, reg, elem), x_slot(row, col), and
 // x_coord_formula (the closed form, checked against the tables by static_assert).
 //
-// Scale factors: this map has no scale layout (none is measured yet), so no scale tables.
+// Scale factors: tables from reports/emulator/m16n8k32.kind_mxf8f6f4.block_scale.scale_vec_1X.f32.e3m2.e2m1.f32.ue8m0.scale.json (see the Scales section).
 
 #pragma once
 
@@ -675,6 +675,71 @@ FP4PROBE_HD constexpr bool d_tables_agree() {
 #if FP4PROBE_TABLE_CHECKS
 static_assert(detail::d_tables_agree<>(), "D: the slot tables, the inverse table and the closed form disagree");
 #endif
+
+// ---- Scales, from
+// reports/emulator/m16n8k32.kind_mxf8f6f4.block_scale.scale_vec_1X.f32.e3m2.e2m1.f32.ue8m0.scale.json
+// (emulator backend: the documented model, not a hardware measurement). For scale_a (rows of A) and
+// scale_b (columns of B), per {byte-id, thread-id} selector: the lane whose scale register holds
+// the factor of row (column) i, k-block j (k-blocks of 32 k), and the byte of that register; -1
+// where ptxas rejects the selector pair. The closed forms, as the scale probe states them:
+//        scale_a, all 8 selector pairs swept: lane 4·(r%8) + r/8 + 2·thread-id, byte byte-id →
+//        row r
+//        scale_b, all 16 selector pairs swept: lane 4·c + thread-id, byte byte-id → col c
+enum : int { kScale_kblocks = 1, kScale_k_per_block = 32 };
+// [byte-id][thread-id][row][k-block] -> lane.
+template <int = 0>
+FP4PROBE_TABLE signed char kScaleA_lane[4][4][16][1] = {
+    {{{0}, {4}, {8}, {12}, {16}, {20}, {24}, {28}, {1}, {5}, {9}, {13}, {17}, {21}, {25}, {29}}, {{2}, {6}, {10}, {14}, {18}, {22}, {26}, {30}, {3}, {7}, {11}, {15}, {19}, {23}, {27}, {31}}, {{-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}}, {{-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}}},  // byte-id 0
+    {{{0}, {4}, {8}, {12}, {16}, {20}, {24}, {28}, {1}, {5}, {9}, {13}, {17}, {21}, {25}, {29}}, {{2}, {6}, {10}, {14}, {18}, {22}, {26}, {30}, {3}, {7}, {11}, {15}, {19}, {23}, {27}, {31}}, {{-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}}, {{-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}}},  // byte-id 1
+    {{{0}, {4}, {8}, {12}, {16}, {20}, {24}, {28}, {1}, {5}, {9}, {13}, {17}, {21}, {25}, {29}}, {{2}, {6}, {10}, {14}, {18}, {22}, {26}, {30}, {3}, {7}, {11}, {15}, {19}, {23}, {27}, {31}}, {{-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}}, {{-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}}},  // byte-id 2
+    {{{0}, {4}, {8}, {12}, {16}, {20}, {24}, {28}, {1}, {5}, {9}, {13}, {17}, {21}, {25}, {29}}, {{2}, {6}, {10}, {14}, {18}, {22}, {26}, {30}, {3}, {7}, {11}, {15}, {19}, {23}, {27}, {31}}, {{-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}}, {{-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}}},  // byte-id 3
+};
+// [byte-id][thread-id][row][k-block] -> byte.
+template <int = 0>
+FP4PROBE_TABLE signed char kScaleA_byte[4][4][16][1] = {
+    {{{0}, {0}, {0}, {0}, {0}, {0}, {0}, {0}, {0}, {0}, {0}, {0}, {0}, {0}, {0}, {0}}, {{0}, {0}, {0}, {0}, {0}, {0}, {0}, {0}, {0}, {0}, {0}, {0}, {0}, {0}, {0}, {0}}, {{-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}}, {{-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}}},  // byte-id 0
+    {{{1}, {1}, {1}, {1}, {1}, {1}, {1}, {1}, {1}, {1}, {1}, {1}, {1}, {1}, {1}, {1}}, {{1}, {1}, {1}, {1}, {1}, {1}, {1}, {1}, {1}, {1}, {1}, {1}, {1}, {1}, {1}, {1}}, {{-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}}, {{-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}}},  // byte-id 1
+    {{{2}, {2}, {2}, {2}, {2}, {2}, {2}, {2}, {2}, {2}, {2}, {2}, {2}, {2}, {2}, {2}}, {{2}, {2}, {2}, {2}, {2}, {2}, {2}, {2}, {2}, {2}, {2}, {2}, {2}, {2}, {2}, {2}}, {{-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}}, {{-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}}},  // byte-id 2
+    {{{3}, {3}, {3}, {3}, {3}, {3}, {3}, {3}, {3}, {3}, {3}, {3}, {3}, {3}, {3}, {3}}, {{3}, {3}, {3}, {3}, {3}, {3}, {3}, {3}, {3}, {3}, {3}, {3}, {3}, {3}, {3}, {3}}, {{-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}}, {{-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}, {-1}}},  // byte-id 3
+};
+// The lane and byte of scale_a that hold the factor of row i, k-block j (-1: selector rejected).
+template <int = 0>
+FP4PROBE_HD constexpr int scale_a_lane(int byte_id, int thread_id, int i, int j) {
+  const int v = kScaleA_lane<>[byte_id][thread_id][i][j];
+  return v;
+}
+template <int = 0>
+FP4PROBE_HD constexpr int scale_a_byte(int byte_id, int thread_id, int i, int j) {
+  const int v = kScaleA_byte<>[byte_id][thread_id][i][j];
+  return v;
+}
+// [byte-id][thread-id][col][k-block] -> lane.
+template <int = 0>
+FP4PROBE_TABLE signed char kScaleB_lane[4][4][8][1] = {
+    {{{0}, {4}, {8}, {12}, {16}, {20}, {24}, {28}}, {{1}, {5}, {9}, {13}, {17}, {21}, {25}, {29}}, {{2}, {6}, {10}, {14}, {18}, {22}, {26}, {30}}, {{3}, {7}, {11}, {15}, {19}, {23}, {27}, {31}}},  // byte-id 0
+    {{{0}, {4}, {8}, {12}, {16}, {20}, {24}, {28}}, {{1}, {5}, {9}, {13}, {17}, {21}, {25}, {29}}, {{2}, {6}, {10}, {14}, {18}, {22}, {26}, {30}}, {{3}, {7}, {11}, {15}, {19}, {23}, {27}, {31}}},  // byte-id 1
+    {{{0}, {4}, {8}, {12}, {16}, {20}, {24}, {28}}, {{1}, {5}, {9}, {13}, {17}, {21}, {25}, {29}}, {{2}, {6}, {10}, {14}, {18}, {22}, {26}, {30}}, {{3}, {7}, {11}, {15}, {19}, {23}, {27}, {31}}},  // byte-id 2
+    {{{0}, {4}, {8}, {12}, {16}, {20}, {24}, {28}}, {{1}, {5}, {9}, {13}, {17}, {21}, {25}, {29}}, {{2}, {6}, {10}, {14}, {18}, {22}, {26}, {30}}, {{3}, {7}, {11}, {15}, {19}, {23}, {27}, {31}}},  // byte-id 3
+};
+// [byte-id][thread-id][col][k-block] -> byte.
+template <int = 0>
+FP4PROBE_TABLE signed char kScaleB_byte[4][4][8][1] = {
+    {{{0}, {0}, {0}, {0}, {0}, {0}, {0}, {0}}, {{0}, {0}, {0}, {0}, {0}, {0}, {0}, {0}}, {{0}, {0}, {0}, {0}, {0}, {0}, {0}, {0}}, {{0}, {0}, {0}, {0}, {0}, {0}, {0}, {0}}},  // byte-id 0
+    {{{1}, {1}, {1}, {1}, {1}, {1}, {1}, {1}}, {{1}, {1}, {1}, {1}, {1}, {1}, {1}, {1}}, {{1}, {1}, {1}, {1}, {1}, {1}, {1}, {1}}, {{1}, {1}, {1}, {1}, {1}, {1}, {1}, {1}}},  // byte-id 1
+    {{{2}, {2}, {2}, {2}, {2}, {2}, {2}, {2}}, {{2}, {2}, {2}, {2}, {2}, {2}, {2}, {2}}, {{2}, {2}, {2}, {2}, {2}, {2}, {2}, {2}}, {{2}, {2}, {2}, {2}, {2}, {2}, {2}, {2}}},  // byte-id 2
+    {{{3}, {3}, {3}, {3}, {3}, {3}, {3}, {3}}, {{3}, {3}, {3}, {3}, {3}, {3}, {3}, {3}}, {{3}, {3}, {3}, {3}, {3}, {3}, {3}, {3}}, {{3}, {3}, {3}, {3}, {3}, {3}, {3}, {3}}},  // byte-id 3
+};
+// The lane and byte of scale_b that hold the factor of col i, k-block j (-1: selector rejected).
+template <int = 0>
+FP4PROBE_HD constexpr int scale_b_lane(int byte_id, int thread_id, int i, int j) {
+  const int v = kScaleB_lane<>[byte_id][thread_id][i][j];
+  return v;
+}
+template <int = 0>
+FP4PROBE_HD constexpr int scale_b_byte(int byte_id, int thread_id, int i, int j) {
+  const int v = kScaleB_byte<>[byte_id][thread_id][i][j];
+  return v;
+}
 
 #if defined(__CUDACC__)
 // D = A * B + C by exactly this instruction (needs sm_120a); registers as raw bits. Not

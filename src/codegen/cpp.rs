@@ -5,6 +5,7 @@
 use super::{COMMON_HEADER, MARKER, OperandData, Source, operand_data};
 use crate::device::BackendKind;
 use crate::isa::Operand;
+use crate::probe::scale::ScaleOperand;
 use anyhow::Result;
 use std::fmt::Write;
 
@@ -596,8 +597,14 @@ pub fn variant_header(src: &Source, command: &str) -> Result<String> {
     s += &wrap(&format!("Convention:  {}", map.convention), "// ", 100);
     s += "//\n";
     s += COORDS_NOTE;
-    if v.scale.is_some() {
-        s += "//\n// Scale factors: this map has no scale layout (none is measured yet), so no scale tables.\n";
+    if let Some(sc) = &src.scale {
+        let _ = writeln!(
+            s,
+            "//\n// Scale factors: tables from {} (see the Scales section).",
+            sc.path
+        );
+    } else if v.scale.is_some() {
+        s += "//\n// Scale factors: no scale lane map next to the lane map, so no scale tables.\n";
     }
     s += "\n#pragma once\n\n";
     let _ = writeln!(s, "#include \"{COMMON_HEADER}\"\n");
@@ -645,7 +652,7 @@ pub fn variant_header(src: &Source, command: &str) -> Result<String> {
     for od in &ods {
         operand_section(&mut s, od);
     }
-    // The hook for scale tables: emitted only when a map records a scale layout.
+    // Scale tables, from the scale lane map next to the lane map (block-scaled variants).
     if let Some(section) = scale_section(src) {
         s += &section;
     }
@@ -666,11 +673,117 @@ const COORDS_NOTE: &str =
 // x_coord_formula (the closed form, checked against the tables by static_assert).
 ";
 
-/// Scale-factor tables, when the map records where each scale factor sits. No map records that
-/// yet (`LaneMap` has only A, B, C and D), so nothing is emitted; a scale layout added to the
-/// map format gets its `// ---- Scales` section here.
-fn scale_section(_src: &Source) -> Option<String> {
-    None
+/// Scale-factor tables from the scale lane map (`fp4probe scale`), when one sits next to the
+/// lane map: per operand (scale_a: rows of A, scale_b: columns of B) and per {byte-id,
+/// thread-id} selector ptxas accepts, the lane whose scale register holds the factor of each
+/// row (column) and k-block, and the byte of that register. Emitted only when the map is
+/// explained and, for every accepted selector, each (row, k-block) has exactly one
+/// (lane, byte); otherwise a comment says why there are no tables.
+fn scale_section(src: &Source) -> Option<String> {
+    src.variant.scale?;
+    let Some(sc) = &src.scale else {
+        return Some(
+            "// ---- Scales: no scale lane map next to the lane map (run `fp4probe scale`), so no\n//      scale tables.\n\n".into(),
+        );
+    };
+    let m = &sc.map;
+    let kblocks = m.scale.vec;
+    let mut s = String::new();
+    let head = format!(
+        "---- Scales, from {} ({}). For scale_a (rows of A) and scale_b (columns of B), per {{byte-id, thread-id}} selector: the lane whose scale register holds the factor of row (column) i, k-block j (k-blocks of {} k), and the byte of that register; -1 where ptxas rejects the selector pair. The closed forms, as the scale probe states them:",
+        sc.path,
+        match m.backend {
+            BackendKind::Hardware => "measured on hardware",
+            BackendKind::Emulator =>
+                "emulator backend: the documented model, not a hardware measurement",
+        },
+        m.method.k_per_block
+    );
+    s += &wrap(&head, "// ", 100);
+    for f in &m.overall {
+        s += &wrap(f, "//        ", 100);
+    }
+    if m.status != crate::probe::scale::ScaleStatus::Explained {
+        s += "//      Not emitted: the scale map has unexplained entries.\n\n";
+        return Some(s);
+    }
+    let _ = writeln!(
+        s,
+        "enum : int {{ kScale_kblocks = {kblocks}, kScale_k_per_block = {} }};",
+        m.method.k_per_block
+    );
+    for (op, name, extent, accepted) in [
+        (ScaleOperand::A, "A", src.variant.shape.m, &m.selectors.a),
+        (ScaleOperand::B, "B", src.variant.shape.n, &m.selectors.b),
+    ] {
+        // [byte-id][thread-id][row or column][k-block] -> (lane, byte), -1 if not accepted.
+        let mut lane = vec![vec![vec![vec![-1i32; kblocks as usize]; extent as usize]; 4]; 4];
+        let mut byte = lane.clone();
+        for &[b, t] in accepted {
+            let mut seen = vec![vec![0u32; kblocks as usize]; extent as usize];
+            for ((l, by), effects) in m.effects(op, b, t) {
+                for e in effects {
+                    let (i, j) = (e.index() as usize, e.kblock as usize);
+                    if i >= extent as usize || j >= kblocks as usize {
+                        let _ = writeln!(
+                            s,
+                            "//      Not emitted: scale_{} entry outside the tile.\n",
+                            name.to_lowercase()
+                        );
+                        return Some(s);
+                    }
+                    seen[i][j] += 1;
+                    lane[b as usize][t as usize][i][j] = l as i32;
+                    byte[b as usize][t as usize][i][j] = by as i32;
+                }
+            }
+            if seen.iter().flatten().any(|&c| c != 1) {
+                let _ = writeln!(
+                    s,
+                    "//      Not emitted: with selector {{{b}, {t}}} some scale_{} factor is held by no lane or by several.\n",
+                    name.to_lowercase()
+                );
+                return Some(s);
+            }
+        }
+        let axis = if op == ScaleOperand::A { "row" } else { "col" };
+        for (what, t) in [("lane", &lane), ("byte", &byte)] {
+            let _ = writeln!(
+                s,
+                "// [byte-id][thread-id][{axis}][k-block] -> {what}.\ntemplate <int = 0>\nFP4PROBE_TABLE signed char kScale{name}_{what}[4][4][{extent}][{kblocks}] = {{"
+            );
+            for (bi, per_t) in t.iter().enumerate() {
+                let rows: Vec<String> = per_t
+                    .iter()
+                    .map(|per_i| {
+                        let items: Vec<String> = per_i
+                            .iter()
+                            .map(|per_j| {
+                                format!(
+                                    "{{{}}}",
+                                    per_j
+                                        .iter()
+                                        .map(|v| v.to_string())
+                                        .collect::<Vec<_>>()
+                                        .join(", ")
+                                )
+                            })
+                            .collect();
+                        format!("{{{}}}", items.join(", "))
+                    })
+                    .collect();
+                let _ = writeln!(s, "    {{{}}},  // byte-id {bi}", rows.join(", "));
+            }
+            s += "};\n";
+        }
+        let l = name.to_lowercase();
+        let _ = writeln!(
+            s,
+            "// The lane and byte of scale_{l} that hold the factor of {axis} i, k-block j (-1: selector rejected).\ntemplate <int = 0>\nFP4PROBE_HD constexpr int scale_{l}_lane(int byte_id, int thread_id, int i, int j) {{\n  const int v = kScale{name}_lane<>[byte_id][thread_id][i][j];\n  return v;\n}}\ntemplate <int = 0>\nFP4PROBE_HD constexpr int scale_{l}_byte(int byte_id, int thread_id, int i, int j) {{\n  const int v = kScale{name}_byte<>[byte_id][thread_id][i][j];\n  return v;\n}}"
+        );
+    }
+    s.push('\n');
+    Some(s)
 }
 
 #[cfg(test)]

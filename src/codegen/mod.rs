@@ -30,6 +30,7 @@ use crate::device::BackendKind;
 use crate::isa::{Fragment, Operand, Variant};
 use crate::layout::SlotSpace;
 use crate::layout::lanemap::{LaneMap, Status};
+use crate::probe::scale::ScaleMap;
 use anyhow::{Context, Result, bail};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -54,6 +55,16 @@ pub struct Source {
     pub path: String,
     pub map: LaneMap,
     pub variant: Variant,
+    /// For a block-scaled variant, the scale lane map next to the lane map
+    /// (`<stem>.scale.json`, written by `fp4probe scale`), when there is one that loads.
+    pub scale: Option<ScaleSource>,
+}
+
+/// A scale lane map and its file, as the header names it.
+#[derive(Clone, Debug)]
+pub struct ScaleSource {
+    pub path: String,
+    pub map: ScaleMap,
 }
 
 impl Source {
@@ -154,10 +165,28 @@ pub fn select_maps(opts: &Options) -> Result<(Vec<Source>, Vec<String>)> {
                 continue;
             }
             let variant = map.variant()?;
+            let scale = if variant.scale.is_some() {
+                let path = file.with_extension("scale.json");
+                match ScaleMap::load(&path) {
+                    Ok(m) => Some(ScaleSource {
+                        path: opts.display(&path),
+                        map: m,
+                    }),
+                    Err(e) => {
+                        if path.exists() {
+                            notes.push(format!("no scale tables for {shown}: {e:#}"));
+                        }
+                        None
+                    }
+                }
+            } else {
+                None
+            };
             let src = Source {
                 path: shown,
                 map,
                 variant,
+                scale,
             };
             let id = src.variant.id();
             // Lower is better: hardware first, then the earlier folder.
