@@ -220,15 +220,8 @@ constexpr float P_SCALE = 2688.0f;
 // never NaN), rounded to E4M3 by one conversion instruction (round to nearest even, as the
 // reference), and read back to f32 exactly through f16.
 __device__ __forceinline__ void e4m3x2_blocks(float lo, float hi, float (&out)[2]) {
-    lo = fminf(fmaxf(lo, 0.015625f), 448.0f);
-    hi = fminf(fmaxf(hi, 0.015625f), 448.0f);
-    unsigned short e2;
-    u32 h2;
-    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(e2) : "f"(hi), "f"(lo));
-    asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(h2) : "h"(e2));
-    const unsigned short h0 = (unsigned short)(h2 & 0xffffu), h1 = (unsigned short)(h2 >> 16);
-    asm("cvt.f32.f16 %0, %1;" : "=f"(out[0]) : "h"(h0));
-    asm("cvt.f32.f16 %0, %1;" : "=f"(out[1]) : "h"(h1));
+    const u32 pair = e4m3x2_round(fminf(fmaxf(lo, 0.015625f), 448.0f), fminf(fmaxf(hi, 0.015625f), 448.0f));
+    e4m3x2_to_f32(pair, out[0], out[1]);
 }
 
 // ---- the kernel -------------------------------------------------------------------------
@@ -585,15 +578,12 @@ struct AtF32 {
 };
 struct AtBf16 {
     static __device__ __forceinline__ float at(const void* p, unsigned long long i) {
-        return __uint_as_float((u32)reinterpret_cast<const unsigned short*>(p)[i] << 16);
+        return bf16_bits_to_f32(reinterpret_cast<const unsigned short*>(p)[i]);
     }
 };
 struct AtF16 {
     static __device__ __forceinline__ float at(const void* p, unsigned long long i) {
-        float f;
-        const unsigned short h = reinterpret_cast<const unsigned short*>(p)[i];
-        asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
-        return f;
+        return f16_bits_to_f32(reinterpret_cast<const unsigned short*>(p)[i]);
     }
 };
 

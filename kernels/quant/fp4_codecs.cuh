@@ -51,26 +51,46 @@ __device__ __forceinline__ float e8m0_to_f32(u32 b) {
                   : (b == E8M0_NAN ? __uint_as_float(0x7fffffffu) : __uint_as_float(b << 23));
 }
 
-// Clamp to [2^-6, 448] and round to E4M3, ties to even (codes.rs: e4m3_clamp_round). The
-// rounding is one conversion instruction (sm_89 and later), exact like the bit form it
-// replaced: the clamped value is a normal E4M3 number's neighbourhood, never NaN.
-__device__ __forceinline__ u32 e4m3_clamp_round(float v) {
-    if (v != v) return E4M3_NAN;
-    v = fminf(fmaxf(v, 0.015625f), 448.0f);
-    unsigned short pair;
-    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(pair) : "f"(0.0f), "f"(v));
-    return pair & 0xffu;
+// ---- 16-bit inputs and E4M3 pairs -------------------------------------------------------------
+
+// bf16 and f16 bits widened exactly to f32.
+__device__ __forceinline__ float bf16_bits_to_f32(u32 h) { return __uint_as_float(h << 16); }
+__device__ __forceinline__ float f16_bits_to_f32(u32 h) {
+    float f;
+    const unsigned short s = (unsigned short)h;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(s));
+    return f;
 }
 
-// An E4M3 byte's value (0x7f/0xff NaN), through the exact E4M3 → f16 conversion.
-__device__ __forceinline__ float e4m3_to_f32(u32 b) {
-    const unsigned short pair = (unsigned short)(b & 0xffu);
+// Two values already within E4M3's normal range rounded to E4M3 (nearest, ties to even) by one
+// conversion instruction (sm_89 and later): lo in the low byte, hi in the high byte.
+__device__ __forceinline__ u32 e4m3x2_round(float lo, float hi) {
+    unsigned short pair;
+    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(pair) : "f"(hi), "f"(lo));
+    return pair;
+}
+
+// The values of two E4M3 bytes (low byte first; 0x7f/0xff NaN), exactly, through f16.
+__device__ __forceinline__ void e4m3x2_to_f32(u32 pair, float& lo, float& hi) {
+    const unsigned short p = (unsigned short)pair;
     u32 h2;
-    asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(h2) : "h"(pair));
-    const unsigned short h = (unsigned short)(h2 & 0xffffu);
-    float f;
-    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
-    return f;
+    asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(h2) : "h"(p));
+    lo = f16_bits_to_f32(h2 & 0xffffu);
+    hi = f16_bits_to_f32(h2 >> 16);
+}
+
+// Clamp to [2^-6, 448] and round to E4M3, ties to even (codes.rs: e4m3_clamp_round); exact
+// like the bit form it replaced.
+__device__ __forceinline__ u32 e4m3_clamp_round(float v) {
+    if (v != v) return E4M3_NAN;
+    return e4m3x2_round(fminf(fmaxf(v, 0.015625f), 448.0f), 0.0f) & 0xffu;
+}
+
+// An E4M3 byte's value (0x7f/0xff NaN).
+__device__ __forceinline__ float e4m3_to_f32(u32 b) {
+    float lo, hi;
+    e4m3x2_to_f32(b & 0xffu, lo, hi);
+    return lo;
 }
 
 // IEEE division, kept out of line: only blocks whose scale is near the ends of the exponent

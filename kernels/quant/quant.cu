@@ -121,16 +121,11 @@ struct In16 : Bytes32 {
 };
 
 struct Bf16Bits {
-    static __device__ __forceinline__ float f32(u32 h) { return __uint_as_float(h << 16); }
+    static __device__ __forceinline__ float f32(u32 h) { return bf16_bits_to_f32(h); }
 };
 
 struct F16Bits {
-    static __device__ __forceinline__ float f32(u32 h) {
-        float f;
-        unsigned short s = (unsigned short)h;
-        asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(s));
-        return f;
-    }
+    static __device__ __forceinline__ float f32(u32 h) { return f16_bits_to_f32(h); }
 };
 
 typedef In16<Bf16Bits> InBF16;
