@@ -53,9 +53,24 @@ fn generation_is_deterministic_and_prefers_hardware() {
     let (a, _) = generated();
     let (b, _) = generated();
     assert_eq!(a.files, b.files);
-    // One header per catalog variant, plus the common and umbrella headers and the Rust module.
+    // One header per catalog variant, plus the common and umbrella headers, the Rust module
+    // and one shared scale header per block-scale placement (scale_vec 1X, 2X, 4X of m16n8).
     assert_eq!(a.sources.len(), catalog().len());
-    assert_eq!(a.files.len(), catalog().len() + 3);
+    assert_eq!(a.files.len(), catalog().len() + 3 + 3);
+    let scale_headers: Vec<&str> = a
+        .files
+        .iter()
+        .map(|f| f.shown.as_str())
+        .filter(|s| s.contains("fp4probe_scales_"))
+        .collect();
+    assert_eq!(
+        scale_headers,
+        [
+            "kernels/generated/fp4probe_scales_m16n8_vec1.cuh",
+            "kernels/generated/fp4probe_scales_m16n8_vec2.cuh",
+            "kernels/generated/fp4probe_scales_m16n8_vec4.cuh"
+        ]
+    );
     for s in &a.sources {
         let hw = root()
             .join("reports/sm_90")

@@ -607,7 +607,11 @@ pub fn variant_header(src: &Source, command: &str) -> Result<String> {
         s += "//\n// Scale factors: no scale lane map next to the lane map, so no scale tables.\n";
     }
     s += "\n#pragma once\n\n";
-    let _ = writeln!(s, "#include \"{COMMON_HEADER}\"\n");
+    let _ = writeln!(s, "#include \"{COMMON_HEADER}\"");
+    if let Some(Ok(t)) = scale_tables(src) {
+        let _ = writeln!(s, "#include \"{}\"", t.header_name());
+    }
+    s.push('\n');
     let ns = src.cpp_name();
     let _ = writeln!(s, "namespace fp4probe {{\nnamespace {ns} {{\n");
     let _ = writeln!(
@@ -673,77 +677,81 @@ const COORDS_NOTE: &str =
 // x_coord_formula (the closed form, checked against the tables by static_assert).
 ";
 
-/// Scale-factor tables from the scale lane map (`fp4probe scale`), when one sits next to the
-/// lane map: per operand (scale_a: rows of A, scale_b: columns of B) and per {byte-id,
-/// thread-id} selector ptxas accepts, the lane whose scale register holds the factor of each
-/// row (column) and k-block, and the byte of that register. Emitted only when the map is
-/// explained and, for every accepted selector, each (row, k-block) has exactly one
-/// (lane, byte); otherwise a comment says why there are no tables.
-fn scale_section(src: &Source) -> Option<String> {
+/// A variant's scale-factor placement as C++ tables (`scale_tables`). Variants with the same
+/// placement share one header, `fp4probe_scales_<key>.cuh`, whose namespace
+/// `fp4probe::scales::<key>` holds the tables and accessors; the variant header brings them in
+/// by using-declarations.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScaleTables {
+    /// `m16n8_vec4`: shape and scale_vec, which (with the selectors ptxas accepts) fix the
+    /// placement; `generate` refuses two different tables under one key.
+    pub key: String,
+    /// The tables and accessors, without namespace.
+    pub body: String,
+}
+
+impl ScaleTables {
+    pub fn header_name(&self) -> String {
+        format!("fp4probe_scales_{}.cuh", self.key)
+    }
+}
+
+/// The names a shared scale header defines, which the variant headers use.
+const SCALE_NAMES: [&str; 8] = [
+    "kScaleA_lane",
+    "kScaleA_byte",
+    "kScaleB_lane",
+    "kScaleB_byte",
+    "scale_a_lane",
+    "scale_a_byte",
+    "scale_b_lane",
+    "scale_b_byte",
+];
+
+/// Scale-factor tables from the scale lane map (`fp4probe scale`) next to the lane map: per
+/// operand (scale_a: rows of A, scale_b: columns of B) and per {byte-id, thread-id} selector
+/// ptxas accepts, the lane whose scale register holds the factor of each row (column) and
+/// k-block, and the byte of that register. None for a variant without block scaling; Err (a
+/// comment saying why) when there is no map, it is not explained, or for some accepted
+/// selector a (row, k-block) has no (lane, byte) or several.
+pub fn scale_tables(src: &Source) -> Option<std::result::Result<ScaleTables, String>> {
     src.variant.scale?;
     let Some(sc) = &src.scale else {
-        return Some(
-            "// ---- Scales: no scale lane map next to the lane map (run `fp4probe scale`), so no\n//      scale tables.\n\n".into(),
-        );
+        return Some(Err(
+            "no scale lane map next to the lane map (run `fp4probe scale`)".into(),
+        ));
     };
     let m = &sc.map;
+    if m.status != crate::probe::scale::ScaleStatus::Explained {
+        return Some(Err("the scale map has unexplained entries".into()));
+    }
     let kblocks = m.scale.vec;
     let mut s = String::new();
-    let head = format!(
-        "---- Scales, from {} ({}). For scale_a (rows of A) and scale_b (columns of B), per {{byte-id, thread-id}} selector: the lane whose scale register holds the factor of row (column) i, k-block j (k-blocks of {} k), and the byte of that register; -1 where ptxas rejects the selector pair. The closed forms, as the scale probe states them:",
-        sc.path,
-        match m.backend {
-            BackendKind::Hardware => "measured on hardware",
-            BackendKind::Emulator =>
-                "emulator backend: the documented model, not a hardware measurement",
-        },
-        m.method.k_per_block
-    );
-    s += &wrap(&head, "// ", 100);
-    for f in &m.overall {
-        s += &wrap(f, "//        ", 100);
-    }
-    if m.status != crate::probe::scale::ScaleStatus::Explained {
-        s += "//      Not emitted: the scale map has unexplained entries.\n\n";
-        return Some(s);
-    }
-    let _ = writeln!(
-        s,
-        "enum : int {{ kScale_kblocks = {kblocks}, kScale_k_per_block = {} }};",
-        m.method.k_per_block
-    );
     for (op, name, extent, accepted) in [
         (ScaleOperand::A, "A", src.variant.shape.m, &m.selectors.a),
         (ScaleOperand::B, "B", src.variant.shape.n, &m.selectors.b),
     ] {
+        let l = name.to_lowercase();
         // [byte-id][thread-id][row or column][k-block] -> (lane, byte), -1 if not accepted.
         let mut lane = vec![vec![vec![vec![-1i32; kblocks as usize]; extent as usize]; 4]; 4];
         let mut byte = lane.clone();
         for &[b, t] in accepted {
             let mut seen = vec![vec![0u32; kblocks as usize]; extent as usize];
-            for ((l, by), effects) in m.effects(op, b, t) {
+            for ((ln, by), effects) in m.effects(op, b, t) {
                 for e in effects {
                     let (i, j) = (e.index() as usize, e.kblock as usize);
                     if i >= extent as usize || j >= kblocks as usize {
-                        let _ = writeln!(
-                            s,
-                            "//      Not emitted: scale_{} entry outside the tile.\n",
-                            name.to_lowercase()
-                        );
-                        return Some(s);
+                        return Some(Err(format!("a scale_{l} entry lies outside the tile")));
                     }
                     seen[i][j] += 1;
-                    lane[b as usize][t as usize][i][j] = l as i32;
+                    lane[b as usize][t as usize][i][j] = ln as i32;
                     byte[b as usize][t as usize][i][j] = by as i32;
                 }
             }
             if seen.iter().flatten().any(|&c| c != 1) {
-                let _ = writeln!(
-                    s,
-                    "//      Not emitted: with selector {{{b}, {t}}} some scale_{} factor is held by no lane or by several.\n",
-                    name.to_lowercase()
-                );
-                return Some(s);
+                return Some(Err(format!(
+                    "with selector {{{b}, {t}}} some scale_{l} factor is held by no lane or by several"
+                )));
             }
         }
         let axis = if op == ScaleOperand::A { "row" } else { "col" };
@@ -776,13 +784,89 @@ fn scale_section(src: &Source) -> Option<String> {
             }
             s += "};\n";
         }
-        let l = name.to_lowercase();
         let _ = writeln!(
             s,
             "// The lane and byte of scale_{l} that hold the factor of {axis} i, k-block j (-1: selector rejected).\ntemplate <int = 0>\nFP4PROBE_HD constexpr int scale_{l}_lane(int byte_id, int thread_id, int i, int j) {{\n  const int v = kScale{name}_lane<>[byte_id][thread_id][i][j];\n  return v;\n}}\ntemplate <int = 0>\nFP4PROBE_HD constexpr int scale_{l}_byte(int byte_id, int thread_id, int i, int j) {{\n  const int v = kScale{name}_byte<>[byte_id][thread_id][i][j];\n  return v;\n}}"
         );
     }
-    s.push('\n');
+    let shape = src.variant.shape;
+    Some(Ok(ScaleTables {
+        key: format!("m{}n{}_vec{kblocks}", shape.m, shape.n),
+        body: s,
+    }))
+}
+
+/// `fp4probe_scales_<key>.cuh`: one scale placement and the variants (and scale maps) it is
+/// read from.
+pub fn scale_header(tables: &ScaleTables, users: &[&Source], command: &str) -> String {
+    let mut s = format!("// {MARKER}. Do not edit.\n");
+    s += &regenerate_line(command);
+    s += "//\n// Scale-factor placement shared by these variants (each header says which scale map it\n// comes from, and how):\n";
+    for u in users {
+        let _ = writeln!(s, "//   {}", u.variant.id());
+    }
+    s += "\n#pragma once\n\n";
+    let _ = writeln!(s, "#include \"{COMMON_HEADER}\"\n");
+    let _ = writeln!(
+        s,
+        "namespace fp4probe {{\nnamespace scales {{\nnamespace {} {{\n",
+        tables.key
+    );
+    s += &tables.body;
+    let _ = writeln!(
+        s,
+        "\n}}  // namespace {}\n}}  // namespace scales\n}}  // namespace fp4probe",
+        tables.key
+    );
+    s
+}
+
+/// A variant header's Scales section: where the placement comes from, its closed forms, and
+/// the shared tables brought into the variant's namespace (or why there are none).
+fn scale_section(src: &Source) -> Option<String> {
+    let tables = scale_tables(src)?;
+    let mut s = String::new();
+    if let Some(sc) = &src.scale {
+        let m = &sc.map;
+        let head = format!(
+            "---- Scales, from {} ({}). For scale_a (rows of A) and scale_b (columns of B), per {{byte-id, thread-id}} selector: the lane whose scale register holds the factor of row (column) i, k-block j (k-blocks of {} k), and the byte of that register; -1 where ptxas rejects the selector pair. The closed forms, as the scale probe states them:",
+            sc.path,
+            match m.backend {
+                BackendKind::Hardware => "measured on hardware",
+                BackendKind::Emulator =>
+                    "emulator backend: the documented model, not a hardware measurement",
+            },
+            m.method.k_per_block
+        );
+        s += &wrap(&head, "// ", 100);
+        for f in &m.overall {
+            s += &wrap(f, "//        ", 100);
+        }
+    }
+    match tables {
+        Err(why) => {
+            s += &wrap(&format!("---- Scales: no tables: {why}."), "// ", 100);
+            s.push('\n');
+        }
+        Ok(t) => {
+            let k_per_block = src.scale.as_ref().map_or(0, |sc| sc.map.method.k_per_block);
+            let _ = writeln!(
+                s,
+                "// The tables: {} (namespace fp4probe::scales::{}).",
+                t.header_name(),
+                t.key
+            );
+            let kblocks = src.variant.scale.map_or(0, |sc| sc.vec);
+            let _ = writeln!(
+                s,
+                "enum : int {{ kScale_kblocks = {kblocks}, kScale_k_per_block = {k_per_block} }};"
+            );
+            for n in SCALE_NAMES {
+                let _ = writeln!(s, "using ::fp4probe::scales::{}::{n};", t.key);
+            }
+            s.push('\n');
+        }
+    }
     Some(s)
 }
 

@@ -276,6 +276,29 @@ pub fn generate(opts: &Options) -> Result<Generated> {
             cpp::variant_header(s, &opts.command)?,
         );
     }
+    // One header per scale placement, shared by the variants that have it.
+    let mut placements: BTreeMap<String, (cpp::ScaleTables, Vec<&Source>)> = BTreeMap::new();
+    for s in &sources {
+        if let Some(Ok(t)) = cpp::scale_tables(s) {
+            match placements.get_mut(&t.key) {
+                Some((first, users)) if first.body == t.body => users.push(s),
+                Some(_) => bail!(
+                    "{}: its scale placement differs from another variant's with the same key {}",
+                    s.variant.id(),
+                    t.key
+                ),
+                None => {
+                    placements.insert(t.key.clone(), (t, vec![s]));
+                }
+            }
+        }
+    }
+    for (t, users) in placements.values() {
+        push(
+            out_dir.join(t.header_name()),
+            cpp::scale_header(t, users, &opts.command),
+        );
+    }
     push(
         out_dir.join(UMBRELLA_HEADER),
         cpp::umbrella_header(&sources, &opts.command),
