@@ -1,9 +1,10 @@
-//! The fused attention kernel compiles with NVRTC for sm_90 and sm_120a; its SASS on sm_90 runs
-//! both products on tensor cores (HMMA) and keeps the score matrix out of memory (no global
-//! store inside the key loop other than the final O). Without libnvrtc (and CI unset) the test
-//! prints a note and passes.
+//! The fused attention kernels compile with NVRTC: the bf16 path for sm_90 and sm_120a (HMMA in
+//! its SASS), the block-scale path for sm_120a (QMMA.SF, the block-scaled FP4 instruction, and
+//! no HMMA: nothing is decoded), and the block-scale path with its software MMA model for sm_90
+//! (no tensor-core instruction at all). Without libnvrtc (and CI unset) the tests print a note
+//! and pass.
 
-use fp4probe::attention::kernel::{compile, entry};
+use fp4probe::attention::kernel::{KernelPath, compile, entry};
 use fp4probe::quant::Format;
 use fp4probe::tools;
 
@@ -17,22 +18,91 @@ fn attention_kernel_compiles_for_sm90_and_sm120a() {
         return;
     }
     for arch in ["sm_90", "sm_120a"] {
-        let cubin = compile(arch).unwrap_or_else(|e| panic!("{arch}: {e:#}"));
-        let Ok(listing) = tools::sass(&cubin.image) else {
+        let Some(listing) = sass_of(KernelPath::Bf16, arch) else {
             continue;
         };
-        if std::env::var_os("FP4PROBE_DUMP_SASS").is_some() {
-            std::fs::write(format!("target/attn-{arch}.sass"), &listing).unwrap();
-        }
-        for format in [Format::Nvfp4, Format::Mxfp4] {
-            for d in [64, 128, 256] {
-                let name = entry(format, d);
-                assert!(listing.contains(&name), "{arch}: {name} missing");
-            }
-        }
         assert!(
             listing.contains("HMMA.16816.F32.BF16"),
             "{arch}: no bf16 HMMA"
         );
     }
+}
+
+#[test]
+fn block_scale_kernel_runs_fp4_straight_into_omma_on_sm120a() {
+    if !nvrtc_or_skip("block-scale attention kernel") {
+        return;
+    }
+    let Some(listing) = sass_of(KernelPath::BlockScale, "sm_120a") else {
+        return;
+    };
+    // m16n8k64 kind::mxf4nvf4 lowers to OMMA.SF.16864 (ptxas 13.5): MXFP4's 2X ue8m0 and
+    // NVFP4's 4X ue4m3 both present, all e2m1 × e2m1, and no bf16 fallback.
+    let omma: Vec<&str> = listing
+        .lines()
+        .filter(|l| l.contains("MMA.SF.16864"))
+        .collect();
+    assert!(
+        !omma.is_empty(),
+        "no block-scaled m16n8k64 MMA in the sm_120a SASS"
+    );
+    assert!(
+        omma.iter().all(|l| l.contains(".F32.E2M1.E2M1.")),
+        "an MMA that is not e2m1 × e2m1 → f32: {omma:?}"
+    );
+    assert!(
+        omma.iter().any(|l| l.contains(".E8")),
+        "no ue8m0 MMA (MXFP4)"
+    );
+    assert!(
+        omma.iter().any(|l| l.contains(".UE4M3.4X")),
+        "no ue4m3 4X MMA (NVFP4)"
+    );
+    assert!(
+        !listing.contains("HMMA"),
+        "the block-scale kernel decodes to HMMA"
+    );
+}
+
+#[test]
+fn emulated_block_scale_kernel_compiles_for_sm90() {
+    if !nvrtc_or_skip("emulated block-scale attention kernel") {
+        return;
+    }
+    let Some(listing) = sass_of(KernelPath::BlockScaleEmulated, "sm_90") else {
+        return;
+    };
+    for mma in ["HMMA", "QMMA", "OMMA", "IMMA"] {
+        assert!(
+            !listing.contains(mma),
+            "the emulated kernel should run no tensor-core instruction, found {mma}"
+        );
+    }
+}
+
+/// The SASS of `path` compiled for `arch`, every entry point checked present; None (with a
+/// note) when cuobjdump is not installed.
+fn sass_of(path: KernelPath, arch: &str) -> Option<String> {
+    let cubin = compile(path, arch).unwrap_or_else(|e| panic!("{} {arch}: {e:#}", path.name()));
+    let listing = match tools::sass(&cubin.image) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("no SASS check ({e:#})");
+            return None;
+        }
+    };
+    if std::env::var_os("FP4PROBE_DUMP_SASS").is_some() {
+        std::fs::write(format!("target/attn-{}-{arch}.sass", path.name()), &listing).unwrap();
+    }
+    for format in [Format::Nvfp4, Format::Mxfp4] {
+        for d in [64, 128, 256] {
+            let name = entry(format, d);
+            assert!(
+                listing.contains(&name),
+                "{} {arch}: {name} missing",
+                path.name()
+            );
+        }
+    }
+    Some(listing)
 }

@@ -81,7 +81,7 @@ fn naive_scheme(qkv: &QuantizedQkv) -> Vec<f32> {
             let m = s2.iter().cloned().fold(f64::NEG_INFINITY, f64::max).ceil();
             let p: Vec<f32> = s2.iter().map(|&x| (x - m).exp2() as f32).collect();
             let scaled: Vec<f32> = p.iter().map(|&x| x * P_SCALE).collect();
-            let (pq, _) = quant::quantize(&p_spec(), &[1, skp], &scaled).unwrap();
+            let (pq, _) = quant::quantize(&p_spec(qkv.format), &[1, skp], &scaled).unwrap();
             let pd = quant::dequantize(&pq);
             let l: f64 = pd.iter().map(|&x| x as f64).sum();
             for t in 0..d {

@@ -6,10 +6,12 @@
 // Exactness: an E2M1 code times its E8M0 or E4M3 block scale is exactly a bf16 (at most six
 // significant bits, within bf16's exponent range), so decoding FP4 to bf16 in registers loses
 // nothing and the bf16 MMA forms exact products; block-scale semantics are preserved. NVFP4's
-// tensor scales are applied to S (folded into the score factor) and to O. P is requantized to
-// NVFP4 (E4M3 scales per 16 keys) after scaling by 448·6 relative to an integer running row
-// maximum, so every rescaling factor is a power of two and the tiled online softmax equals the
-// two-pass scheme of src/attention (reference_quantized); l is the sum of the dequantized P.
+// tensor scales are applied to S (folded into the score factor) and to O. P is requantized
+// after scaling by 448·6 relative to an integer running row maximum, in V's block format
+// (NVFP4 one-level, or MXFP4 with RCEIL scales: reference.rs p_spec), so every rescaling
+// factor is a power of two and the tiled online softmax equals the two-pass scheme of
+// src/attention (reference_quantized); l is the sum of the dequantized P. The parts shared
+// with the sm_120a kernel are in attn_common.cuh.
 //
 // Operand placement: every fragment coordinate comes from the generated tables' closed forms
 // (kernels/generated/m16n8k16.f32.bf16.bf16.f32.cuh: a_/b_/d_row_formula, ..._col_formula);
@@ -31,70 +33,29 @@
 // registers during the previous tile's work, are decoded to bf16 in shared memory by all
 // threads; each warp then reads its B fragments with ldmatrix.x4.
 
+#include "attention/attn_common.cuh"
 #include "generated/m16n8k16.f32.bf16.bf16.f32.cuh"
-#include "quant/fp4_codecs.cuh"
 
 namespace attn {
 
 namespace L = ::fp4probe::m16n8k16_f32_bf16_bf16_f32;
-enum Fmt { MX = 0, NV = 1 };
-// Elements per block scale.
-template <int FMT>
-struct Blk {
-    static constexpr int n = FMT == MX ? 32 : 16;
+// ---- what the kernel assumes of the layout, checked against the generated closed forms ----
+
+struct DLayout {
+    enum : int { regs = L::kD_regs, n = L::kN };
+    static FP4PROBE_HD constexpr int row(int lane, int reg) { return L::d_row_formula(lane, reg, 0); }
+    static FP4PROBE_HD constexpr int col(int lane, int reg) { return L::d_col_formula(lane, reg, 0); }
 };
+static_assert(d_rows_shared_by_xor_1_2<DLayout>(), "D rows are not shared by lane^1, lane^2");
+static_assert(d_half_is_lane_independent<DLayout>(), "D register halves differ between lanes");
+FP4PROBE_HD constexpr int d_half(int reg) { return d_half_of<DLayout>(reg); }
 
-// Warps per CTA (16 query rows each); the host passes the same value (src/attention/kernel.rs).
-#ifndef ATTN_WARPS
-#define ATTN_WARPS 8
-#endif
-constexpr int WARPS = ATTN_WARPS;
-
-constexpr int BR = 16 * WARPS;  // query rows per CTA
 // Keys per tile: 64, or 32 for D = 256 (the decoded tiles must fit 48 KiB of shared memory).
 template <int D>
 struct Tile {
     static constexpr int BC = D == 256 ? 32 : 64;
     static constexpr int NT = BC / L::kN;  // n8 tiles of S per key tile
 };
-#define NEG_INF __int_as_float(0xff800000u)
-
-// ---- what the kernel assumes of the layout, checked against the generated closed forms ----
-
-// The lanes holding one row of a D tile are lane, lane^1, lane^2, lane^3 (row reductions are
-// two xor shuffles) and together they hold all kN columns.
-FP4PROBE_HD constexpr bool d_rows_shared_by_xor_1_2() {
-    for (int lane = 0; lane < 32; ++lane)
-        for (int reg = 0; reg < L::kD_regs; ++reg) {
-            const int row = L::d_row_formula(lane, reg, 0);
-            for (int x = 1; x < 4; ++x)
-                if (L::d_row_formula(lane ^ x, reg, 0) != row) return false;
-        }
-    for (int lane = 0; lane < 32; lane += 4)
-        for (int half = 0; half < 2; ++half) {
-            int seen = 0;
-            for (int x = 0; x < 4; ++x)
-                for (int reg = 0; reg < L::kD_regs; ++reg)
-                    if (L::d_row_formula(lane + x, reg, 0) / 8 == half)
-                        seen |= 1 << L::d_col_formula(lane + x, reg, 0);
-            if (seen != (1 << L::kN) - 1) return false;
-        }
-    return true;
-}
-static_assert(d_rows_shared_by_xor_1_2(), "D rows are not shared by lane^1, lane^2");
-
-// Which of the two rows a lane holds (g or g+8) a D register belongs to: the same for every
-// lane, so per-row state is indexed by a compile-time constant (no local memory).
-FP4PROBE_HD constexpr int d_half(int reg) { return L::d_row_formula(0, reg, 0) / 8; }
-FP4PROBE_HD constexpr bool d_half_is_lane_independent() {
-    for (int lane = 0; lane < 32; ++lane)
-        for (int reg = 0; reg < L::kD_regs; ++reg)
-            if (L::d_row_formula(lane, reg, 0) / 8 != d_half(reg) || L::d_row_formula(lane, reg, 0) % 8 != L::d_row_formula(lane, 0, 0))
-                return false;
-    return true;
-}
-static_assert(d_half_is_lane_independent(), "D register halves differ between lanes");
-
 // The D register of tile (k / kN) that holds A element (reg, elem) of the same lane, when two
 // D tiles side by side (columns 0..7, 8..15) are read as one A fragment (16 x 16); -1 if none.
 FP4PROBE_HD constexpr int d_reg_for_a(int lane, int reg, int elem) {
@@ -197,31 +158,6 @@ __device__ __forceinline__ u32 f32x2_to_bf16x2(float lo, float hi) {
     u32 d;
     asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(hi), "f"(lo));
     return d;
-}
-
-// 2^x by the SFU (ex2.approx: relative error below 2^-22, exact for integers; -inf gives 0).
-__device__ __forceinline__ float ex2(float x) {
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-    return y;
-}
-
-// ---- P requantization -------------------------------------------------------------------
-
-// P is scaled by 448·6 before requantization, so a row's largest value (in (1/2, 1]) maps
-// near the top of NVFP4's range and E4M3 block scales stay normal for all but negligible
-// blocks; the factor cancels in O = P·V / Σ P.
-constexpr float P_SCALE = 2688.0f;
-
-// RN(1/6), for div_rn's Markstein division by 6.
-#define SIXTH __uint_as_float(0x3e2aaaabu)
-
-// Two NVFP4 block scales at once: clamped to [2^-6, 448] (codes.rs: e4m3_clamp_round; P is
-// never NaN), rounded to E4M3 by one conversion instruction (round to nearest even, as the
-// reference), and read back to f32 exactly through f16.
-__device__ __forceinline__ void e4m3x2_blocks(float lo, float hi, float (&out)[2]) {
-    const u32 pair = e4m3x2_round(fminf(fmaxf(lo, 0.015625f), 448.0f), fminf(fmaxf(hi, 0.015625f), 448.0f));
-    e4m3x2_to_f32(pair, out[0], out[1]);
 }
 
 // ---- the kernel -------------------------------------------------------------------------
@@ -401,17 +337,7 @@ __device__ void attention(const u8* __restrict__ q_data, const u8* __restrict__ 
                 tmax[h] = fmaxf(tmax[h], v);
             }
         float alpha[2], m_use[2];
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            tmax[h] = fmaxf(tmax[h], __shfl_xor_sync(0xffffffffu, tmax[h], 1));
-            tmax[h] = fmaxf(tmax[h], __shfl_xor_sync(0xffffffffu, tmax[h], 2));
-            const float m_new = fmaxf(m_run[h], ceilf(tmax[h]));
-            // Integer maxima: alpha = 2^(m_old - m_new) exactly (0 before the first key).
-            const int drop = m_run[h] == NEG_INF ? -1000 : (int)(m_run[h] - m_new);
-            alpha[h] = drop < -126 ? 0.0f : __int_as_float((127 + drop) << 23);
-            m_run[h] = m_new;
-            m_use[h] = m_new == NEG_INF ? 0.0f : m_new;
-        }
+        advance_row_max(tmax, m_run, alpha, m_use);
 #pragma unroll
         for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
@@ -420,54 +346,39 @@ __device__ void attention(const u8* __restrict__ q_data, const u8* __restrict__ 
                 p[nt][r] = ex2(__fsub_rn(p[nt][r], m_use[h]));
             }
 
-        // Requantize P: scaled by P_SCALE, NVFP4 (one-level E4M3 scales) per 16 keys (two n8
-        // tiles) per row, dequantized in place (still scaled; P_SCALE cancels in O / l).
+        // Requantize P (reference.rs: p_spec): scaled by P_SCALE, in blocks of the input
+        // format's size along the keys (PT n8 tiles) per row, dequantized in place (still
+        // scaled; P_SCALE cancels in O / l).
+        constexpr int PT = B / L::kN;
         float lsum[2] = {0.0f, 0.0f};
 #pragma unroll
-        for (int blk = 0; blk < NT / 2; ++blk) {
+        for (int blk = 0; blk < NT / PT; ++blk) {
             float amax[2] = {0.0f, 0.0f};
 #pragma unroll
-            for (int nt = 2 * blk; nt < 2 * blk + 2; ++nt)
+            for (int nt = PT * blk; nt < PT * blk + PT; ++nt)
 #pragma unroll
                 for (int r = 0; r < L::kD_regs; ++r) {
                     p[nt][r] = __fmul_rn(p[nt][r], P_SCALE);
                     amax[d_half(r)] = fmaxf(amax[d_half(r)], p[nt][r]);
                 }
-            float total[2], rcp[2];
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
                 amax[h] = fmaxf(amax[h], __shfl_xor_sync(0xffffffffu, amax[h], 1));
                 amax[h] = fmaxf(amax[h], __shfl_xor_sync(0xffffffffu, amax[h], 2));
             }
-            // quant.cu's one-level NVFP4 block: amax/6 (correctly rounded), E4M3, and the
-            // elements divided by it (Markstein: exact here, the scale is in [2^-6, 448]).
-            e4m3x2_blocks(div_rn(amax[0], 6.0f, SIXTH), div_rn(amax[1], 6.0f, SIXTH), total);
+            const PScale<FMT> ps(amax);
 #pragma unroll
-            for (int h = 0; h < 2; ++h) rcp[h] = __frcp_rn(total[h]);
-#pragma unroll
-            for (int nt = 2 * blk; nt < 2 * blk + 2; ++nt)
+            for (int nt = PT * blk; nt < PT * blk + PT; ++nt)
 #pragma unroll
                 for (int r = 0; r < L::kD_regs; ++r) {
                     const int h = d_half(r);
-                    const float q = __fmul_rn(e2m1_grid(div_markstein_nonneg(p[nt][r], total[h], rcp[h])), total[h]);
+                    const float q = __fmul_rn(e2m1_grid(ps.scaled(p[nt][r], h)), ps.value[h]);
                     p[nt][r] = q;
                     lsum[h] = __fadd_rn(lsum[h], q);
                 }
         }
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            lsum[h] = __fadd_rn(lsum[h], __shfl_xor_sync(0xffffffffu, lsum[h], 1));
-            lsum[h] = __fadd_rn(lsum[h], __shfl_xor_sync(0xffffffffu, lsum[h], 2));
-            l_run[h] = __fadd_rn(__fmul_rn(l_run[h], alpha[h]), lsum[h]);
-        }
-        // Rescale O only when some row of the warp has a new maximum (alpha = 1 is the common
-        // case once the maxima settle; multiplying by 1 would change nothing).
-        if (__any_sync(0xffffffffu, alpha[0] != 1.0f || alpha[1] != 1.0f)) {
-#pragma unroll
-            for (int j = 0; j < D / 8; ++j)
-#pragma unroll
-                for (int r = 0; r < L::kD_regs; ++r) o[j][r] = __fmul_rn(o[j][r], alpha[d_half(r)]);
-        }
+        advance_row_sum(lsum, l_run, alpha);
+        rescale_o<DLayout>(o, alpha);
 
         // O += P·V: P's D tiles read as A fragments (checked above), V from Vᵀ in shared memory
         // (Vᵀ rows are the n of B, keys along the row): one ldmatrix.x4 per n8 tile j gives
@@ -527,70 +438,4 @@ ATTN_ENTRY(attn_nvfp4_d64, 64, attn::NV)
 ATTN_ENTRY(attn_nvfp4_d128, 128, attn::NV)
 ATTN_ENTRY(attn_nvfp4_d256, 256, attn::NV)
 
-// ---- the on-the-fly path's pre-passes -----------------------------------------------------
-
-// Vᵀ for the on-the-fly path: V [bh][Sk][D] (16- or 32-bit elements, moved as bits) to
-// Vᵀ [bh][D][Skp], zeros in keys Sk..Skp. 32 × 32 tiles through shared memory (padded
-// against bank conflicts); grid (Skp/32, D/32, bh), 32 × 8 threads.
-template <class T>
-__device__ __forceinline__ void transpose_pad(const T* v, T* vt, unsigned Sk, unsigned Skp, unsigned D) {
-    __shared__ T tile[32][33];
-    const unsigned long long bh = blockIdx.z;
-    const unsigned key0 = blockIdx.x * 32, d0 = blockIdx.y * 32;
-    for (unsigned r = threadIdx.y; r < 32; r += 8) {
-        const unsigned key = key0 + r;
-        tile[r][threadIdx.x] = key < Sk ? v[(bh * Sk + key) * D + d0 + threadIdx.x] : (T)0;
-    }
-    __syncthreads();
-    for (unsigned r = threadIdx.y; r < 32; r += 8)
-        vt[(bh * D + d0 + r) * Skp + key0 + threadIdx.x] = tile[threadIdx.x][r];
-}
-
-extern "C" __global__ void __launch_bounds__(256)
-    transpose_pad_16bit(const unsigned short* v, unsigned short* vt, unsigned Sk, unsigned Skp, unsigned D) {
-    transpose_pad<unsigned short>(v, vt, Sk, Skp, D);
-}
-
-extern "C" __global__ void __launch_bounds__(256)
-    transpose_pad_32bit(const unsigned* v, unsigned* vt, unsigned Sk, unsigned Skp, unsigned D) {
-    transpose_pad<unsigned>(v, vt, Sk, Skp, D);
-}
-
-// K smoothing (src/attention/prequant.rs: smooth_k, bit for bit): per (bh, channel) the mean of
-// K over the keys, summed in f64 in key order and rounded once to f32, then K' = K - mean in
-// f32, written as f32 [bh][Sk][D] for the quantizer. One thread per channel (the sum's order
-// is the reference's), grid bh, D threads; neighbouring threads read neighbouring channels.
-template <class Widen>
-__device__ __forceinline__ void smooth_k(const void* k, float* out, unsigned Sk, unsigned D) {
-    const unsigned long long base = (unsigned long long)blockIdx.x * Sk * D;
-    const unsigned c = threadIdx.x;
-    double sum = 0.0;
-    for (unsigned key = 0; key < Sk; ++key) sum += (double)Widen::at(k, base + (unsigned long long)key * D + c);
-    const float mean = (float)(sum / (double)Sk);
-    for (unsigned key = 0; key < Sk; ++key) {
-        const unsigned long long i = base + (unsigned long long)key * D + c;
-        out[i] = __fsub_rn(Widen::at(k, i), mean);
-    }
-}
-
-struct AtF32 {
-    static __device__ __forceinline__ float at(const void* p, unsigned long long i) { return reinterpret_cast<const float*>(p)[i]; }
-};
-struct AtBf16 {
-    static __device__ __forceinline__ float at(const void* p, unsigned long long i) {
-        return bf16_bits_to_f32(reinterpret_cast<const unsigned short*>(p)[i]);
-    }
-};
-struct AtF16 {
-    static __device__ __forceinline__ float at(const void* p, unsigned long long i) {
-        return f16_bits_to_f32(reinterpret_cast<const unsigned short*>(p)[i]);
-    }
-};
-
-#define SMOOTH_ENTRY(NAME, AT)                                                                          \
-    extern "C" __global__ void __launch_bounds__(256) NAME(const void* k, float* out, unsigned Sk, unsigned D) { \
-        smooth_k<AT>(k, out, Sk, D);                                                                    \
-    }
-SMOOTH_ENTRY(smooth_k_f32, AtF32)
-SMOOTH_ENTRY(smooth_k_bf16, AtBf16)
-SMOOTH_ENTRY(smooth_k_f16, AtF16)
+#include "attention/attn_prepasses.cuh"

@@ -51,6 +51,20 @@ __device__ __forceinline__ float e8m0_to_f32(u32 b) {
                   : (b == E8M0_NAN ? __uint_as_float(0x7fffffffu) : __uint_as_float(b << 23));
 }
 
+// The E8M0 byte of amax/6 rounded up to a power of two (RCEIL, scale.rs: mx_scale): amax
+// times RN(1/6) in f32, then up a binade when any mantissa bit is set; f32 subnormals lie
+// between 0 and 2^-126 with byte 0 = 2^-127 among them, so only those above it go up.
+__device__ __forceinline__ u32 e8m0_rceil_sixth(u32 amax) {
+    const u32 d = __float_as_uint(__fmul_rn(__uint_as_float(amax), __uint_as_float(0x3e2aaaabu)));
+    if (d >= F32_INF_BITS) return E8M0_NAN;
+    const u32 ex = d >> 23, mant = d & 0x7fffffu;
+    const u32 up = ex == 0 ? (mant > 0x400000u) : (mant != 0);
+    return (ex + up) & 0xffu;
+}
+
+// 2^(127-b), the exact reciprocal of a finite E8M0 scale b (codes.rs: e8m0_reciprocal).
+__device__ __forceinline__ float e8m0_reciprocal(u32 b) { return e8m0_to_f32((254u - b) & 0xffu); }
+
 // ---- 16-bit inputs and E4M3 pairs -------------------------------------------------------------
 
 // bf16 and f16 bits widened exactly to f32.

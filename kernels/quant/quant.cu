@@ -147,11 +147,7 @@ __device__ __forceinline__ u32 mx_scale(u32 mode, u32 amax) {
         if (r >= F32_INF_BITS) return E8M0_NAN;
         e = (int)(r >> 23) - 129;
     } else {
-        u32 d = __float_as_uint(__fmul_rn(__uint_as_float(amax), __uint_as_float(0x3e2aaaabu)));
-        if (d >= F32_INF_BITS) return E8M0_NAN;
-        u32 ex = d >> 23, mant = d & 0x7fffffu;
-        u32 up = ex == 0 ? (mant > 0x400000u) : (mant != 0);
-        return (ex + up) & 0xffu;
+        return e8m0_rceil_sixth(amax);
     }
     e = max(-127, min(128, e));
     return (u32)(e + 127) & 0xffu;
@@ -177,7 +173,7 @@ template <int FMT>
 __device__ __forceinline__ BlockScale block_scale(u32 byte, bool two_level, float t) {
     BlockScale s;
     if (FMT == MX) {
-        s.mul_or_div = e8m0_to_f32((254u - byte) & 0xffu);
+        s.mul_or_div = e8m0_reciprocal(byte);
         s.rcp = s.mul_or_div;
         s.value = e8m0_to_f32(byte);
     } else {

@@ -1,5 +1,6 @@
-//! The fused FP4 attention kernel (`kernels/attention/attn_fp4_sm90.cu`): compiled with NVRTC
-//! for the device, launched over pre-quantized Q, K, V (`QuantizedQkv`), O read back as f32.
+//! The fused FP4 attention kernels: compiled with NVRTC for the device, launched over
+//! pre-quantized Q, K, V (`QuantizedQkv`), O read back as f32. Two sources, one interface
+//! (same entry points, arguments and arithmetic), chosen by `KernelPath`.
 
 use super::reference::score_scale_log2;
 use super::{AttnShape, QuantizedQkv};
@@ -10,12 +11,74 @@ use crate::quant::Format;
 use crate::quant::cuda::{DeviceQuant, InType, QuantKernels};
 use crate::quant::{NvLevels, ScaleMode, Spec};
 use anyhow::{Context, Result, bail};
+use clap::ValueEnum;
 use cudarc::driver::sys;
 
-/// The kernel source, relative to `kernels/`.
-pub const SOURCE: &str = "attention/attn_fp4_sm90.cu";
+/// Which kernel runs the products.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum KernelPath {
+    /// `attn_fp4_sm90.cu`: FP4 decoded to bf16 in registers, `mma.sync` m16n8k16 bf16 (sm_90
+    /// and later).
+    Bf16,
+    /// `attn_fp4_sm120a.cu`: FP4 straight into `mma.sync` m16n8k64 `kind::mxf4nvf4`
+    /// `block_scale` (sm_120a).
+    BlockScale,
+    /// The block-scale kernel with the instruction replaced by a software model written from
+    /// the PTX ISA (`mma_block_scale_emulated.cuh`): validates the sm_120a kernel's data flow
+    /// on a GPU without the instruction. Slow; for validation only.
+    BlockScaleEmulated,
+}
 
-/// Warps per CTA (16 query rows each): `ATTN_WARPS` in the kernel. 8 measured faster than 4
+impl KernelPath {
+    /// The kernel source, relative to `kernels/`.
+    pub fn source(self) -> &'static str {
+        match self {
+            KernelPath::Bf16 => "attention/attn_fp4_sm90.cu",
+            KernelPath::BlockScale | KernelPath::BlockScaleEmulated => {
+                "attention/attn_fp4_sm120a.cu"
+            }
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            KernelPath::Bf16 => "bf16",
+            KernelPath::BlockScale => "block-scale",
+            KernelPath::BlockScaleEmulated => "block-scale-emulated",
+        }
+    }
+
+    /// The fastest path a device of compute capability `major.minor` runs: the block-scaled
+    /// instruction on sm_120 (consumer Blackwell), bf16 elsewhere.
+    pub fn for_device(major: u32) -> KernelPath {
+        if major == 12 {
+            KernelPath::BlockScale
+        } else {
+            KernelPath::Bf16
+        }
+    }
+
+    /// NVRTC's target for this path on a device of compute capability `major.minor`, or why
+    /// the path cannot run there.
+    pub fn arch(self, major: u32, minor: u32) -> Result<String> {
+        if major < 9 {
+            bail!(
+                "the FP4 attention kernels need sm_90 or later; this device is sm_{major}{minor}"
+            );
+        }
+        if self == KernelPath::BlockScale && major != 12 {
+            bail!(
+                "the block-scale attention kernel needs sm_120a (mma.sync kind::mxf4nvf4 \
+                 block_scale); this device is sm_{major}{minor}. Use --path bf16, or \
+                 --path block-scale-emulated to validate its data flow with a software MMA"
+            );
+        }
+        let suffix = if major >= 10 { "a" } else { "" };
+        Ok(format!("sm_{major}{minor}{suffix}"))
+    }
+}
+
+/// Warps per CTA (16 query rows each): `ATTN_WARPS` in the kernels. 8 measured faster than 4
 /// on the H100 (each thread decodes half as much of a key tile; 131 against 119 TFLOP/s at
 /// S = 4096, d = 128). `FP4PROBE_ATTN_WARPS` (4 or 8) overrides it, for tuning.
 pub fn warps() -> usize {
@@ -31,19 +94,22 @@ pub fn entry(format: Format, head_dim: usize) -> String {
     format!("attn_{}_d{head_dim}", format.name())
 }
 
-/// Compile the kernel for `arch` (`sm_90`, `sm_120a`, ...), headers from `kernels/`.
-pub fn compile(arch: &str) -> Result<nvrtc::Compiled> {
+/// Compile `path`'s kernel for `arch` (`sm_90`, `sm_120a`, ...), headers from `kernels/`.
+pub fn compile(path: KernelPath, arch: &str) -> Result<nvrtc::Compiled> {
     let dir = kernels_dir();
-    let path = dir.join(SOURCE);
-    let src = std::fs::read_to_string(&path)
-        .with_context(|| format!("cannot read {}", path.display()))?;
-    let options = vec![
+    let file = dir.join(path.source());
+    let src = std::fs::read_to_string(&file)
+        .with_context(|| format!("cannot read {}", file.display()))?;
+    let mut options = vec![
         format!("--gpu-architecture={arch}"),
         "-std=c++17".to_string(),
         format!("--include-path={}", dir.display()),
         format!("-DATTN_WARPS={}", warps()),
     ];
-    nvrtc::compile(&src, SOURCE, &options, Output::Cubin)
+    if path == KernelPath::BlockScaleEmulated {
+        options.push("-DATTN_EMULATE_BLOCK_SCALE".to_string());
+    }
+    nvrtc::compile(&src, path.source(), &options, Output::Cubin)
 }
 
 /// The on-the-fly path's kernels in the attention module.
@@ -58,6 +124,7 @@ const PRE_PASSES: [&str; 5] = [
 /// The loaded kernel.
 pub struct AttentionKernel<'a> {
     backend: &'a CudaBackend,
+    path: KernelPath,
     module: PtxModule,
     /// The on-the-fly path's pre-passes, by name (`transpose_pad_16bit`, `smooth_k_bf16`, ...).
     pre_passes: Vec<(&'static str, sys::CUfunction)>,
@@ -103,18 +170,20 @@ impl DeviceQkv {
 }
 
 impl<'a> AttentionKernel<'a> {
-    /// Compile for this device and load. The kernel uses `mul.rn.bf16x2` (sm_90 and later).
+    /// Compile the fastest path for this device (`KernelPath::for_device`) and load it.
     pub fn load(backend: &'a CudaBackend) -> Result<Self> {
+        Self::load_path(
+            backend,
+            KernelPath::for_device(backend.compute_capability().0),
+        )
+    }
+
+    /// Compile `path` for this device and load it.
+    pub fn load_path(backend: &'a CudaBackend, path: KernelPath) -> Result<Self> {
         let (major, minor) = backend.compute_capability();
-        if major < 9 {
-            bail!(
-                "the FP4 attention kernel needs sm_90 or later; this device is sm_{major}{minor}"
-            );
-        }
-        let suffix = if major >= 10 { "a" } else { "" };
-        let arch = format!("sm_{major}{minor}{suffix}");
-        let image =
-            compile(&arch).with_context(|| format!("compiling kernels/{SOURCE} for {arch}"))?;
+        let arch = path.arch(major, minor)?;
+        let image = compile(path, &arch)
+            .with_context(|| format!("compiling kernels/{} for {arch}", path.source()))?;
         let module = backend.load_cubin(&image.image)?;
         let pre_passes = PRE_PASSES
             .iter()
@@ -122,9 +191,14 @@ impl<'a> AttentionKernel<'a> {
             .collect::<Result<_>>()?;
         Ok(AttentionKernel {
             backend,
+            path,
             module,
             pre_passes,
         })
+    }
+
+    pub fn path(&self) -> KernelPath {
+        self.path
     }
 
     fn pre_pass(&self, name: &str) -> Result<sys::CUfunction> {

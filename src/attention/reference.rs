@@ -4,7 +4,7 @@
 
 use super::prequant::QuantizedQkv;
 use super::shape::AttnShape;
-use crate::quant::{self, NvLevels, Spec};
+use crate::quant::{self, Format, NvLevels, ScaleMode, Spec};
 use std::sync::Mutex;
 
 /// Query rows one work unit handles: enough that the P quantizer's per-call thread start-up
@@ -17,10 +17,18 @@ pub fn score_scale_log2(head_dim: usize) -> f32 {
     std::f32::consts::LOG2_E / (head_dim as f32).sqrt()
 }
 
-/// The spec P is requantized with, after scaling by `P_SCALE`: NVFP4 one-level (E4M3 scales
-/// per 16 keys, amax/6 rounded to E4M3, so nothing saturates by more than the E4M3 rounding).
-pub fn p_spec() -> Spec {
-    Spec::nvfp4(NvLevels::OneLevel)
+/// The spec P is requantized with, after scaling by `P_SCALE`, for inputs in `format`. P's
+/// block scales have the type of V's, because one block-scaled `mma.sync` (sm_120a) takes one
+/// scale type for both operands:
+/// - NVFP4: NVFP4 one-level (E4M3 scales per 16 keys, amax/6 rounded to E4M3, so nothing
+///   saturates by more than the E4M3 rounding);
+/// - MXFP4: MXFP4 with RCEIL scales (E8M0 per 32 keys, amax/6 rounded up to a power of two,
+///   the cuBLAS rule, so nothing saturates; FLOOR would clip the largest p of a block).
+pub fn p_spec(format: Format) -> Spec {
+    match format {
+        Format::Nvfp4 => Spec::nvfp4(NvLevels::OneLevel),
+        Format::Mxfp4 => Spec::mxfp4(ScaleMode::Rceil),
+    }
 }
 
 /// P is multiplied by 448·6 before requantization: a row's largest p (in (1/2, 1]) lands near
@@ -47,9 +55,10 @@ pub fn score_factor(qkv: &QuantizedQkv) -> f32 {
 /// 3. M = ceil(max_j s2[j]): the row maximum is kept as an integer.
 /// 4. p[j] = exp2(s2[j] − M) rounded to f32 (the reference evaluates exp2 in f64); masked
 ///    keys give 0. Every p is in (0, 1] and the largest is > 1/2.
-/// 5. P is requantized: p·`P_SCALE` (f32) goes through NVFP4 one-level (`p_spec`: blocks of
-///    16 keys, E4M3 scale amax/6, elements divided by it and rounded to E2M1) and back,
-///    giving pd[j] (still scaled by P_SCALE).
+/// 5. P is requantized: p·`P_SCALE` (f32) goes through `p_spec` of the input format and
+///    back, giving pd[j] (still scaled by P_SCALE): NVFP4 one-level (blocks of 16 keys, E4M3
+///    scale amax/6) or MXFP4 RCEIL (blocks of 32 keys, E8M0 scale amax/6 rounded up to a
+///    power of two); elements divided by the scale and rounded to E2M1.
 /// 6. l = Σ_j pd[j] (the sum of the dequantized P, not of p), and
 ///    O[i,:] = ((Σ_j pd[j]·Vd[j,:]) / l) rounded to f32, times V's tensor scale (f32).
 ///
@@ -58,7 +67,8 @@ pub fn score_factor(qkv: &QuantizedQkv) -> f32 {
 /// max(m_{t−1}, ceil(tile max)), and ends with m = M because ceil(max(a, b)) =
 /// max(ceil a, ceil b). A tile's p is exp2(s2 − m_t) = 2^(M − m_t)·exp2(s2 − M): the final
 /// values times a power of two. Scaling a block by 2^k scales its amax/6 by 2^k, and E4M3
-/// rounding commutes with that while the scale stays inside [2^-6, 448], so every element
+/// (or E8M0) rounding commutes with that while the scale stays inside [2^-6, 448] (or E8M0's
+/// range), so every element
 /// divided by its scale is unchanged: the codes are identical and the dequantized block is
 /// exactly 2^(M − m_t) times the one this reference gets. When m grows the kernel multiplies
 /// its O and l accumulators by 2^(m_old − m_new), also exact, so the tiled result is the
@@ -78,9 +88,10 @@ pub fn reference_quantized(qkv: &QuantizedQkv) -> Vec<f32> {
     };
     let c = score_factor(qkv) as f64;
     let v_ts = qkv.v_tensor_scale;
+    let p = p_spec(qkv.format);
     let mut out = vec![0.0f32; shape.q_len()];
     par_rows(&mut out, shape, |bh, row0, o| {
-        quantized_rows(&ops, c, v_ts, bh, row0, o)
+        quantized_rows(&ops, &p, c, v_ts, bh, row0, o)
     });
     out
 }
@@ -132,7 +143,15 @@ impl Operands<'_> {
 /// Rows row0.. of head bh of the FP4 scheme: p for every row, one requantization call for the
 /// whole unit (blocks are independent, so [rows, Skp] gives the same bytes as one call per
 /// row), then P·V.
-fn quantized_rows(ops: &Operands, c: f64, v_ts: f32, bh: usize, row0: usize, out: &mut [f32]) {
+fn quantized_rows(
+    ops: &Operands,
+    p_spec: &Spec,
+    c: f64,
+    v_ts: f32,
+    bh: usize,
+    row0: usize,
+    out: &mut [f32],
+) {
     let shape = ops.shape;
     let (d, skp) = (shape.head_dim, shape.seq_k_padded());
     let rows = out.len() / d;
@@ -149,7 +168,7 @@ fn quantized_rows(ops: &Operands, c: f64, v_ts: f32, bh: usize, row0: usize, out
         );
         exp2_rows(&s2, p_row);
     }
-    let pd = requantize_p(&p, rows, skp);
+    let pd = requantize_p(p_spec, &p, rows, skp);
     let mut acc = vec![0.0f64; d];
     for (r, (pd_row, o)) in pd.chunks(skp).zip(out.chunks_mut(d)).enumerate() {
         let n = shape.visible_keys(row0 + r);
@@ -168,10 +187,10 @@ fn exp2_rows(s2: &[f64], p: &mut [f32]) {
     }
 }
 
-/// P·P_SCALE through NVFP4 one-level and back (still scaled).
-fn requantize_p(p: &[f32], rows: usize, skp: usize) -> Vec<f32> {
+/// P·P_SCALE through `spec` and back (still scaled).
+fn requantize_p(spec: &Spec, p: &[f32], rows: usize, skp: usize) -> Vec<f32> {
     let scaled: Vec<f32> = p.iter().map(|&x| x * P_SCALE).collect();
-    let (pq, _) = quant::quantize(&p_spec(), &[rows, skp], &scaled)
+    let (pq, _) = quant::quantize(spec, &[rows, skp], &scaled)
         .expect("P rows are finite and a multiple of 32 long");
     quant::dequantize(&pq)
 }
@@ -287,11 +306,20 @@ mod tests {
             .map(|j| (-(j as f32) * 0.37).exp2() * P_SCALE)
             .collect();
         let scaled: Vec<f32> = p.iter().map(|&x| x * 0.125).collect();
-        let (a, _) = quant::quantize(&p_spec(), &[1, 32], &p).unwrap();
-        let (b, _) = quant::quantize(&p_spec(), &[1, 32], &scaled).unwrap();
+        let nv = p_spec(Format::Nvfp4);
+        let (a, _) = quant::quantize(&nv, &[1, 32], &p).unwrap();
+        let (b, _) = quant::quantize(&nv, &[1, 32], &scaled).unwrap();
         assert_eq!(a.data, b.data);
         for (sa, sb) in a.scale.iter().zip(&b.scale) {
             assert_eq!(*sa, sb + (3 << 3));
+        }
+        // MXFP4 RCEIL: the same codes, every E8M0 scale 3 lower.
+        let mx = p_spec(Format::Mxfp4);
+        let (a, _) = quant::quantize(&mx, &[1, 32], &p).unwrap();
+        let (b, _) = quant::quantize(&mx, &[1, 32], &scaled).unwrap();
+        assert_eq!(a.data, b.data);
+        for (sa, sb) in a.scale.iter().zip(&b.scale) {
+            assert_eq!(*sa, sb + 3);
         }
     }
 

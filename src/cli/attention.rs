@@ -1,11 +1,12 @@
 //! `fp4probe attention`: run the fused FP4 attention kernel, validate it against the CPU
 //! references, and benchmark it (CUDA only).
 
-use crate::attention::kernel::{AttentionKernel, DeviceQkv, OnTheFly};
+use crate::attention::kernel::{AttentionKernel, DeviceQkv, KernelPath, OnTheFly};
 use crate::attention::{
     AttnShape, Comparison, QuantizedQkv, exact_qkv, gaussian, identity_qkv, outlier_k, prequantize,
     reference_f64, reference_quantized,
 };
+use crate::device::Backend;
 use crate::device::cuda::CudaBackend;
 use crate::quant::Format;
 use crate::quant::cuda::{InType, QuantKernels, encode_input};
@@ -28,7 +29,8 @@ pub enum Inputs {
     Exact,
 }
 
-/// Fused FP4 attention (NVFP4 or MXFP4 Q, K, V; P requantized to NVFP4): validate or benchmark.
+/// Fused FP4 attention (NVFP4 or MXFP4 Q, K, V; P requantized in V's format): validate or
+/// benchmark.
 ///
 /// Without --suite or --bench: one validation run of the given shape and inputs, printing the
 /// kernel's agreement with the CPU reference of the same quantized arithmetic and with f64
@@ -87,6 +89,12 @@ pub struct Args {
     /// CSV for --bench: impl,batch,heads,seq,head_dim,causal,ms,tflops.
     #[arg(long)]
     pub csv: Option<PathBuf>,
+    /// Which kernel: bf16 (FP4 decoded for the bf16 MMA; sm_90+), block-scale (the
+    /// block-scaled FP4 MMA; sm_120a) or block-scale-emulated (the block-scale kernel with a
+    /// software model of the instruction, to validate it on any sm_90+ GPU). Default: the
+    /// fastest this device runs.
+    #[arg(long, value_enum)]
+    pub path: Option<KernelPath>,
 }
 
 /// Q, K, V for a shape and input kind.
@@ -145,8 +153,22 @@ fn shape_of(a: &Args) -> Result<AttnShape> {
 pub fn run(a: Args) -> Result<ExitCode> {
     let backend =
         CudaBackend::open().context("fp4probe attention runs the kernel on a CUDA device")?;
-    let kernel = AttentionKernel::load(&backend)?;
+    let path = a
+        .path
+        .unwrap_or_else(|| KernelPath::for_device(backend.compute_capability().0));
+    let kernel = AttentionKernel::load_path(&backend, path)?;
+    eprintln!(
+        "fp4probe attention: kernel path {} (kernels/{}) on {}",
+        path.name(),
+        path.source(),
+        backend.info().name
+    );
     if a.bench {
+        if path == KernelPath::BlockScaleEmulated {
+            bail!(
+                "--bench times real kernels; block-scale-emulated runs a software model of the MMA (use it with --suite or a validation run)"
+            );
+        }
         return bench(&a, &kernel);
     }
     if a.suite {

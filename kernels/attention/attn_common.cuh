@@ -1,0 +1,162 @@
+// What the two fused FP4 attention kernels (attn_fp4_sm90.cu: FP4 decoded to bf16 for
+// mma.sync m16n8k16; attn_fp4_sm120a.cu: FP4 straight into the block-scaled mma.sync of
+// sm_120a) share: the launch geometry, the accumulator-layout properties they check, the
+// integer-maximum online softmax and P's requantization (src/attention/reference.rs states
+// the scheme both implement).
+#pragma once
+
+#include "generated/fp4probe_common.cuh"
+#include "quant/fp4_codecs.cuh"
+
+namespace attn {
+
+enum Fmt { MX = 0, NV = 1 };
+// Elements per block scale.
+template <int FMT>
+struct Blk {
+    static constexpr int n = FMT == MX ? 32 : 16;
+};
+
+// Warps per CTA (16 query rows each); the host passes the same value (src/attention/kernel.rs).
+#ifndef ATTN_WARPS
+#define ATTN_WARPS 8
+#endif
+constexpr int WARPS = ATTN_WARPS;
+
+constexpr int BR = 16 * WARPS;  // query rows per CTA
+
+#define NEG_INF __int_as_float(0xff800000u)
+
+// ---- what both kernels assume of the accumulator layout ------------------------------------
+// DL is a kernel's view of its MMA's generated D closed forms: DL::regs, DL::n, DL::row(lane,
+// reg), DL::col(lane, reg) (see DLayout in each kernel source); the kernels static_assert
+// these properties on it.
+
+// The lanes holding one row of a D tile are lane, lane^1, lane^2, lane^3 (row reductions are
+// two xor shuffles) and together they hold all n columns.
+template <class DL>
+FP4PROBE_HD constexpr bool d_rows_shared_by_xor_1_2() {
+    for (int lane = 0; lane < 32; ++lane)
+        for (int reg = 0; reg < DL::regs; ++reg) {
+            const int row = DL::row(lane, reg);
+            for (int x = 1; x < 4; ++x)
+                if (DL::row(lane ^ x, reg) != row) return false;
+        }
+    for (int lane = 0; lane < 32; lane += 4)
+        for (int half = 0; half < 2; ++half) {
+            int seen = 0;
+            for (int x = 0; x < 4; ++x)
+                for (int reg = 0; reg < DL::regs; ++reg)
+                    if (DL::row(lane + x, reg) / 8 == half)
+                        seen |= 1 << DL::col(lane + x, reg);
+            if (seen != (1 << DL::n) - 1) return false;
+        }
+    return true;
+}
+
+// Which of the two rows a lane holds (g or g+8) a D register belongs to: the same for every
+// lane, so per-row state is indexed by a compile-time constant (no local memory).
+template <class DL>
+FP4PROBE_HD constexpr int d_half_of(int reg) { return DL::row(0, reg) / 8; }
+template <class DL>
+FP4PROBE_HD constexpr bool d_half_is_lane_independent() {
+    for (int lane = 0; lane < 32; ++lane)
+        for (int reg = 0; reg < DL::regs; ++reg)
+            if (DL::row(lane, reg) / 8 != d_half_of<DL>(reg) || DL::row(lane, reg) % 8 != DL::row(lane, 0))
+                return false;
+    return true;
+}
+
+// 2^x by the SFU (ex2.approx: relative error below 2^-22, exact for integers; -inf gives 0).
+__device__ __forceinline__ float ex2(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
+// ---- P requantization -------------------------------------------------------------------
+
+// P is scaled by 448·6 before requantization, so a row's largest value (in (1/2, 1]) maps
+// near the top of NVFP4's range and E4M3 block scales stay normal for all but negligible
+// blocks; the factor cancels in O = P·V / Σ P.
+constexpr float P_SCALE = 2688.0f;
+
+// RN(1/6), for div_rn's Markstein division by 6.
+#define SIXTH __uint_as_float(0x3e2aaaabu)
+
+// The block scales of P for both row halves (g and g+8) of a lane, from the blocks' maxima
+// (p already times P_SCALE), as quant.cu forms them: MXFP4 RCEIL (E8M0 amax/6 rounded up;
+// elements multiplied by the exact reciprocal) or NVFP4 one-level (amax/6 correctly rounded,
+// E4M3; elements divided by Markstein's method, exact here as the scale is in [2^-6, 448]).
+// `bytes` are the scale bytes (for the block-scaled MMA of sm_120a), `value` their values.
+template <int FMT>
+struct PScale {
+    float value[2], rcp[2];
+    u32 bytes[2];
+    __device__ __forceinline__ explicit PScale(const float (&amax)[2]) {
+        if (FMT == MX) {
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                bytes[h] = e8m0_rceil_sixth(__float_as_uint(amax[h]));
+                value[h] = e8m0_to_f32(bytes[h]);
+                rcp[h] = e8m0_reciprocal(bytes[h]);
+            }
+        } else {
+            const u32 pair = e4m3x2_round(fminf(fmaxf(div_rn(amax[0], 6.0f, SIXTH), 0.015625f), 448.0f),
+                                          fminf(fmaxf(div_rn(amax[1], 6.0f, SIXTH), 0.015625f), 448.0f));
+            e4m3x2_to_f32(pair, value[0], value[1]);
+            bytes[0] = pair & 0xffu;
+            bytes[1] = pair >> 8;
+#pragma unroll
+            for (int h = 0; h < 2; ++h) rcp[h] = __frcp_rn(value[h]);
+        }
+    }
+    // p divided by the scale of row half h, ready for E2M1 rounding.
+    __device__ __forceinline__ float scaled(float p, int h) const {
+        return FMT == MX ? __fmul_rn(p, rcp[h]) : div_markstein_nonneg(p, value[h], rcp[h]);
+    }
+};
+
+// ---- the online softmax's row state ---------------------------------------------------------
+
+// The tile's row maxima tmax (per row half, this lane's part) reduced over the row's four
+// lanes; the integer running maxima m_run advanced (reference.rs: reference_quantized);
+// alpha = 2^(m_old - m_new) exactly (0 before the first key), m_use the maximum to subtract
+// (0 while a row has seen only masked keys, so exp2(-inf - 0) = 0).
+__device__ __forceinline__ void advance_row_max(float (&tmax)[2], float (&m_run)[2], float (&alpha)[2],
+                                                float (&m_use)[2]) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        tmax[h] = fmaxf(tmax[h], __shfl_xor_sync(0xffffffffu, tmax[h], 1));
+        tmax[h] = fmaxf(tmax[h], __shfl_xor_sync(0xffffffffu, tmax[h], 2));
+        const float m_new = fmaxf(m_run[h], ceilf(tmax[h]));
+        const int drop = m_run[h] == NEG_INF ? -1000 : (int)(m_run[h] - m_new);
+        alpha[h] = drop < -126 ? 0.0f : __int_as_float((127 + drop) << 23);
+        m_run[h] = m_new;
+        m_use[h] = m_new == NEG_INF ? 0.0f : m_new;
+    }
+}
+
+// l = l·alpha + (this tile's dequantized P summed over the row's four lanes).
+__device__ __forceinline__ void advance_row_sum(float (&lsum)[2], float (&l_run)[2], const float (&alpha)[2]) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        lsum[h] = __fadd_rn(lsum[h], __shfl_xor_sync(0xffffffffu, lsum[h], 1));
+        lsum[h] = __fadd_rn(lsum[h], __shfl_xor_sync(0xffffffffu, lsum[h], 2));
+        l_run[h] = __fadd_rn(__fmul_rn(l_run[h], alpha[h]), lsum[h]);
+    }
+}
+
+// O·alpha per row half, only when some row of the warp has a new maximum (alpha = 1 is the
+// common case once the maxima settle; multiplying by 1 would change nothing).
+template <class DL, int TILES>
+__device__ __forceinline__ void rescale_o(float (&o)[TILES][DL::regs], const float (&alpha)[2]) {
+    if (__any_sync(0xffffffffu, alpha[0] != 1.0f || alpha[1] != 1.0f)) {
+#pragma unroll
+        for (int j = 0; j < TILES; ++j)
+#pragma unroll
+            for (int r = 0; r < DL::regs; ++r) o[j][r] = __fmul_rn(o[j][r], alpha[d_half_of<DL>(r)]);
+    }
+}
+
+}  // namespace attn
