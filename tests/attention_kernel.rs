@@ -92,7 +92,9 @@ fn sass_of(path: KernelPath, arch: &str) -> Option<String> {
         }
     };
     if std::env::var_os("FP4PROBE_DUMP_SASS").is_some() {
-        std::fs::write(format!("target/attn-{}-{arch}.sass", path.name()), &listing).unwrap();
+        let stem = format!("target/attn-{}-{arch}", path.name());
+        std::fs::write(format!("{stem}.sass"), &listing).unwrap();
+        std::fs::write(format!("{stem}.cubin"), &cubin.image).unwrap();
     }
     for format in [Format::Nvfp4, Format::Mxfp4] {
         for d in [64, 128, 256] {

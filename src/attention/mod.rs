@@ -1,4 +1,4 @@
-//! The CPU side of the fused FP4 attention kernel: the problem shape, the FP4 operands the
+//! The CPU side of the fused FP4 attention kernels: the problem shape, the FP4 operands the
 //! kernel reads (`prequantize`), the exact arithmetic it performs (`reference_quantized`),
 //! plain f64 attention to measure FP4's error against (`reference_f64`), metrics and
 //! deterministic inputs.
@@ -7,8 +7,8 @@
 //! scales, blocks of 32) or NVFP4 (two-level, blocks of 16) — K optionally smoothed by its
 //! per-channel mean first; V is stored transposed (V^T, keys padded to a multiple of 32) and
 //! blocked along the key axis. Scores are scaled by log2(e)/√D so softmax uses exp2; each row
-//! keeps an integer maximum, and the probabilities P are requantized to NVFP4 (after scaling
-//! by 448·6) in blocks of 16 keys before P·V. The integer maximum makes the kernel's online
+//! keeps an integer maximum, and the probabilities P are requantized (after scaling by 448·6)
+//! in V's block format before P·V: NVFP4 one-level per 16 keys, or MXFP4 RCEIL per 32. The integer maximum makes the kernel's online
 //! softmax equal to the two-pass reference: see `reference::reference_quantized` for the
 //! normative statement and the argument.
 

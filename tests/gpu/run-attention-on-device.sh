@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Issue #6 on a lent GPU, one device call (no cargo there; fp4probe carried in .dev/bin).
 # Validation suite (kernel vs the CPU references), compute-sanitizer, the kernel benchmark and
-# PyTorch SDPA (flash, cuDNN) side by side, merged into attention-bench.csv. Results in $OUT.
+# PyTorch SDPA (flash, cuDNN) side by side, merged into attention-bench.csv. Results in $OUT,
+# with everything (logs included) also packed into $OUT/attention-run.tgz: the device tool
+# returns only a few files per call.
 set -uo pipefail
 B=.dev/bin
 OUT=${OUT:-/tmp/fp4probe-out}
@@ -9,6 +11,16 @@ mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv
 echo "== validation suite"
 $B/fp4probe attention --suite 2>&1 | tee "$OUT/attention-suite.md"; echo "suite rc=${PIPESTATUS[0]}"
+echo "== the sm_120a block-scale kernel, its MMA replaced by the software model (block-scale-emulated)"
+$B/fp4probe attention --suite --path block-scale-emulated 2>&1 | tee "$OUT/attention-suite-block-scale-emulated.md"; echo "emulated suite rc=${PIPESTATUS[0]}"
+for tool in memcheck racecheck synccheck; do
+  compute-sanitizer --tool $tool --error-exitcode 9 $B/fp4probe attention --path block-scale-emulated --heads 1 --seq-q 77 --seq-k 133 --causal \
+    2>&1 | grep -E "SUMMARY|vs CPU" | head -2; echo "emulated $tool rc=${PIPESTATUS[0]}"
+done
+if [ -x $B/attention_kernel ]; then
+  echo "== both kernels compiled by this machine's NVRTC (sm_90, sm_120a; SASS checked)"
+  $B/attention_kernel 2>&1 | grep -E "NVRTC|test |result"
+fi
 echo "== compute-sanitizer"
 for tool in memcheck racecheck synccheck; do
   compute-sanitizer --tool $tool --error-exitcode 9 $B/fp4probe attention --heads 1 --seq-q 77 --seq-k 133 --causal \
@@ -28,3 +40,4 @@ python3 tests/gpu/attention_bench_sdpa.py bench --shapes 1x32x1024x256 1x32x4096
 python3 tests/gpu/attention_bench_sdpa.py merge --csv "$OUT/sdpa-d256.csv" --csv "$OUT/fp4-d256.csv" \
   --out "$OUT/attention-bench-d256.csv" --markdown "$OUT/attention-bench-d256.md"
 cat "$OUT/attention-bench-d256.md"
+tar czf /tmp/attention-run.tgz -C "$OUT" . && mv /tmp/attention-run.tgz "$OUT/"
