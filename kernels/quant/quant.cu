@@ -33,14 +33,18 @@ __device__ __forceinline__ u32 place_sign(float x, int i) {
     return (__float_as_uint(x) & 0x80000000u) >> (28 - 4 * i);
 }
 
-// What every input format loads for a group: 32 bytes, two 16-byte streaming loads.
+// What every input format loads for a group: 32 bytes, two 16-byte loads. Streaming
+// (evict-first) by default: the bytes are used once. KEEP loads with the normal policy, so
+// what was read last stays in L2: the tensor-amax pass of two-level NVFP4, whose input the
+// quantizer reads again next (in reverse order, starting with what is still in L2).
 struct Bytes32 {
     struct Raw {
         uint4 a, b;
     };
+    template <bool KEEP = false>
     static __device__ __forceinline__ Raw load(const void* x, u64 g) {
         const uint4* p = reinterpret_cast<const uint4*>(x) + 2 * g;
-        return Raw{__ldcs(p), __ldcs(p + 1)};
+        return KEEP ? Raw{__ldg(p), __ldg(p + 1)} : Raw{__ldcs(p), __ldcs(p + 1)};
     }
     static __device__ __forceinline__ Raw zero() { return Raw{make_uint4(0, 0, 0, 0), make_uint4(0, 0, 0, 0)}; }
     static __device__ __forceinline__ void words(const Raw& r, u32 (&w)[8]) {
@@ -253,12 +257,12 @@ __device__ __forceinline__ float block_sse(const float* v, const u32* words, flo
 
 // The UNROLL groups base, base + blockDim.x, ... of this thread, all loads issued before
 // any value is used; groups past the end read as zeros.
-template <class In, int UNROLL>
+template <class In, int UNROLL, bool KEEP = false>
 __device__ __forceinline__ void load_groups(const void* x, u64 base, u32 groups, typename In::Raw (&raw)[UNROLL]) {
 #pragma unroll
     for (int u = 0; u < UNROLL; u++) {
         const u64 g = base + (u64)u * blockDim.x;
-        raw[u] = g < groups ? In::load(x, g) : In::zero();
+        raw[u] = g < groups ? In::template load<KEEP>(x, g) : In::zero();
     }
 }
 
@@ -293,7 +297,10 @@ __device__ __forceinline__ void quantize(const void* x, u32 chunks, u32* data, u
     }
     // Groups a thread loads at once: In::UNROLL, except MXFP4 on 16-bit inputs (UNROLL_16BIT_MX).
     constexpr int UNROLL = In::N == 16 && FMT == MX ? UNROLL_16BIT_MX / 2 : In::UNROLL;
-    const u64 base = (u64)blockIdx.x * blockDim.x * UNROLL + threadIdx.x;
+    // Two-level: CTAs take the tensor from its end, which the amax pass (finite_amax) read
+    // last and left in L2.
+    const u64 cta = two_level ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
+    const u64 base = cta * blockDim.x * UNROLL + threadIdx.x;
     typename In::Raw raw[UNROLL];
     load_groups<In, UNROLL>(x, base, groups, raw);
 #pragma unroll
@@ -356,7 +363,7 @@ __device__ __forceinline__ void quantize(const void* x, u32 chunks, u32* data, u
 
 // Maximum |x| over the finite elements, as f32 bits, into *out (zeroed by the caller). Each
 // thread loads UNROLL groups before reducing them (bytes in flight), strides over the grid,
-// and each warp does one atomicMax (integer order = float order for non-negative floats).
+// and each CTA does one atomicMax (integer order = float order for non-negative floats).
 template <class In>
 __device__ __forceinline__ void finite_amax(const void* x, u32 chunks, u32* out) {
     constexpr int UNROLL = In::UNROLL;
@@ -365,7 +372,7 @@ __device__ __forceinline__ void finite_amax(const void* x, u32 chunks, u32* out)
     const u64 stride = (u64)gridDim.x * blockDim.x * UNROLL;
     for (u64 base = (u64)blockIdx.x * blockDim.x * UNROLL + threadIdx.x; base < groups; base += stride) {
         typename In::Raw raw[UNROLL];
-        load_groups<In, UNROLL>(x, base, groups, raw);
+        load_groups<In, UNROLL, true>(x, base, groups, raw);
 #pragma unroll
         for (int u = 0; u < UNROLL; u++) {
             float v[In::N];
@@ -377,8 +384,17 @@ __device__ __forceinline__ void finite_amax(const void* x, u32 chunks, u32* out)
             }
         }
     }
+    // One atomic per CTA, not per warp: a few thousand atomics on one word serialise in L2
+    // and showed as several microseconds of the pass.
+    __shared__ u32 warp_max[32];
     m = __reduce_max_sync(0xffffffffu, m);
-    if ((threadIdx.x & 31u) == 0) atomicMax(out, m);
+    if ((threadIdx.x & 31u) == 0) warp_max[threadIdx.x / 32] = m;
+    __syncthreads();
+    if (threadIdx.x < 32) {
+        m = threadIdx.x < blockDim.x / 32 ? warp_max[threadIdx.x] : 0u;
+        m = __reduce_max_sync(0xffffffffu, m);
+        if (threadIdx.x == 0) atomicMax(out, m);
+    }
 }
 
 // MXFP4 modes: 0 floor, 1 ceil, 2 even, 3 rceil; NVFP4: 1 one-level, 2 two-level.
