@@ -432,3 +432,40 @@ impl OnTheFly {
         attn.enqueue_raw(s, self.format, ops, &self.ts, &self.out)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_pick_their_targets_and_refuse_the_wrong_device() {
+        assert_eq!(KernelPath::for_device(9), KernelPath::Bf16);
+        assert_eq!(KernelPath::for_device(10), KernelPath::Bf16);
+        assert_eq!(KernelPath::for_device(12), KernelPath::BlockScale);
+        assert_eq!(KernelPath::Bf16.arch(9, 0).unwrap(), "sm_90");
+        assert_eq!(KernelPath::BlockScale.arch(12, 0).unwrap(), "sm_120a");
+        assert_eq!(KernelPath::BlockScaleEmulated.arch(9, 0).unwrap(), "sm_90");
+        let e = KernelPath::BlockScale.arch(9, 0).unwrap_err().to_string();
+        assert!(e.contains("needs sm_120a") && e.contains("sm_90"), "{e}");
+        let e = KernelPath::Bf16.arch(8, 6).unwrap_err().to_string();
+        assert!(e.contains("sm_90 or later") && e.contains("sm_86"), "{e}");
+    }
+
+    #[test]
+    fn both_kernel_sources_exist_and_share_the_entry_points() {
+        for path in [KernelPath::Bf16, KernelPath::BlockScale] {
+            let src = std::fs::read_to_string(kernels_dir().join(path.source())).unwrap();
+            for format in [Format::Nvfp4, Format::Mxfp4] {
+                for d in [64, 128, 256] {
+                    assert!(
+                        src.contains(&format!("ATTN_ENTRY({},", entry(format, d))),
+                        "{} lacks {}",
+                        path.source(),
+                        entry(format, d)
+                    );
+                }
+            }
+            assert!(src.contains("attn_prepasses.cuh"), "{}", path.source());
+        }
+    }
+}
