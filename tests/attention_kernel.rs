@@ -5,7 +5,6 @@
 //! and pass.
 
 use fp4probe::attention::kernel::{KernelPath, compile, entry};
-use fp4probe::quant::Format;
 use fp4probe::tools;
 
 #[path = "support/nvrtc.rs"]
@@ -65,18 +64,53 @@ fn block_scale_kernel_runs_fp4_straight_into_omma_on_sm120a() {
 }
 
 #[test]
-fn emulated_block_scale_kernel_compiles_for_sm90() {
-    if !nvrtc_or_skip("emulated block-scale attention kernel") {
+fn k32_block_scale_kernel_runs_fp4_containers_into_qmma_on_sm120a() {
+    if !nvrtc_or_skip("k32 block-scale attention kernel") {
         return;
     }
-    let Some(listing) = sass_of(KernelPath::BlockScaleEmulated, "sm_90") else {
+    let Some(listing) = sass_of(KernelPath::BlockScaleK32, "sm_120a") else {
         return;
     };
-    for mma in ["HMMA", "QMMA", "OMMA", "IMMA"] {
-        assert!(
-            !listing.contains(mma),
-            "the emulated kernel should run no tensor-core instruction, found {mma}"
-        );
+    // m16n8k32 kind::mxf8f6f4 scale_vec::1X lowers to QMMA.SF.16832 with E8 scales.
+    let qmma: Vec<&str> = listing
+        .lines()
+        .filter(|l| l.contains("MMA.SF.16832"))
+        .collect();
+    assert!(
+        !qmma.is_empty(),
+        "no block-scaled m16n8k32 MMA in the sm_120a SASS"
+    );
+    assert!(
+        qmma.iter()
+            .all(|l| l.contains(".F32.E2M1.E2M1.E8") && l.contains("QMMA")),
+        "{qmma:?}"
+    );
+    assert!(!listing.contains("HMMA") && !listing.contains("OMMA"));
+    assert!(
+        !listing.contains("attn_nvfp4"),
+        "the k32 path has no NVFP4 entry"
+    );
+}
+
+#[test]
+fn emulated_block_scale_kernels_compile_for_sm90() {
+    if !nvrtc_or_skip("emulated block-scale attention kernels") {
+        return;
+    }
+    for path in [
+        KernelPath::BlockScaleEmulated,
+        KernelPath::BlockScaleK32Emulated,
+    ] {
+        let Some(listing) = sass_of(path, "sm_90") else {
+            return;
+        };
+        for mma in ["HMMA", "QMMA", "OMMA", "IMMA"] {
+            assert!(
+                !listing.contains(mma),
+                "{}: the emulated kernel should run no tensor-core instruction, found {mma}",
+                path.name()
+            );
+        }
     }
 }
 
@@ -96,7 +130,7 @@ fn sass_of(path: KernelPath, arch: &str) -> Option<String> {
         std::fs::write(format!("{stem}.sass"), &listing).unwrap();
         std::fs::write(format!("{stem}.cubin"), &cubin.image).unwrap();
     }
-    for format in [Format::Nvfp4, Format::Mxfp4] {
+    for &format in path.formats() {
         for d in [64, 128, 256] {
             let name = entry(format, d);
             assert!(

@@ -29,8 +29,12 @@
 // instruction itself is measured by `fp4probe fragment` / `scale` on sm_120 hardware.
 
 #include "attention/attn_common.cuh"
+#ifdef ATTN_MXF8F6F4
+#include "generated/m16n8k32.kind_mxf8f6f4.block_scale.scale_vec_1X.f32.e2m1.e2m1.f32.ue8m0.cuh"
+#else
 #include "generated/m16n8k64.kind_mxf4nvf4.block_scale.scale_vec_2X.f32.e2m1.e2m1.f32.ue8m0.cuh"
 #include "generated/m16n8k64.kind_mxf4nvf4.block_scale.scale_vec_4X.f32.e2m1.e2m1.f32.ue4m3.cuh"
+#endif
 #ifdef ATTN_EMULATE_BLOCK_SCALE
 #include "attention/mma_block_scale_emulated.cuh"
 #endif
@@ -40,7 +44,7 @@ namespace attn {
 // The kernel's view of one generated instruction header: its closed forms, scale tables (at
 // selectors byte-id 0, thread-id 0) and the instruction.
 #ifdef ATTN_EMULATE_BLOCK_SCALE
-#define ATTN_BS_MMA(NS, VEC, UE4M3) emu::mma_m16n8k64_e2m1<VEC, UE4M3>(d, a, b, c, sa, sb)
+#define ATTN_BS_MMA(NS, VEC, UE4M3) emu::mma_e2m1<NS::kK, VEC, UE4M3>(d, a, b, c, sa, sb)
 #else
 #define ATTN_BS_MMA(NS, VEC, UE4M3) NS::mma<0, 0, 0, 0>(d, a, b, c, sa, sb)
 #endif
@@ -68,10 +72,18 @@ namespace attn {
         }                                                                                                         \
     };
 
+// The instruction per input format. Default: m16n8k64 kind::mxf4nvf4 for both (MXFP4
+// scale_vec::2X ue8m0, NVFP4 4X ue4m3). With ATTN_MXF8F6F4: MXFP4 only, by m16n8k32
+// kind::mxf8f6f4 scale_vec::1X ue8m0 (FP4 in 8-bit containers, bits 5..2), the instruction
+// the article used; it has no E4M3 scales, so there is no NVFP4 entry.
 template <int FMT>
 struct Bs;
+#ifdef ATTN_MXF8F6F4
+ATTN_BS_VARIANT(MX, ::fp4probe::m16n8k32_kind_mxf8f6f4_block_scale_scale_vec_1X_f32_e2m1_e2m1_f32_ue8m0, 1, false)
+#else
 ATTN_BS_VARIANT(MX, ::fp4probe::m16n8k64_kind_mxf4nvf4_block_scale_scale_vec_2X_f32_e2m1_e2m1_f32_ue8m0, 2, false)
 ATTN_BS_VARIANT(NV, ::fp4probe::m16n8k64_kind_mxf4nvf4_block_scale_scale_vec_4X_f32_e2m1_e2m1_f32_ue4m3, 4, true)
+#endif
 
 // The D layout as attn_common.cuh's checks take it.
 template <int FMT>
@@ -81,7 +93,7 @@ struct DLayoutOf {
     static FP4PROBE_HD constexpr int col(int lane, int reg) { return Bs<FMT>::d_col(lane, reg); }
 };
 
-// S tiles (n8) per 64-key step: one P·V k-step.
+// S tiles (n8) per key step (kK keys): one P·V k-step.
 template <int FMT>
 struct Step {
     static constexpr int NT = Bs<FMT>::kK / Bs<FMT>::kN;
@@ -89,23 +101,27 @@ struct Step {
 
 // ---- what the kernel assumes of the layouts, checked against the generated closed forms ----
 
-// Every A and B register is 8 consecutive k of one row (column), starting at a multiple of 8,
-// element e in bits 4e..4e+3: a 32-bit word of packed FP4 memory.
+// Every A and B register is E consecutive k of one row (column), starting at a multiple of E,
+// element e's 4 value bits at bit C·e + shift: E = 8 packed nibbles (C = 4, shift 0), one
+// 32-bit word of FP4 memory; or E = 4 bytes with the nibble in bits 5..2 (C = 8, shift 2),
+// one 16-bit word of FP4 memory widened by fp4_containers.
 template <int FMT>
-FP4PROBE_HD constexpr bool registers_are_fp4_words() {
+FP4PROBE_HD constexpr bool registers_are_fp4_runs() {
     using M = Bs<FMT>;
-    if (M::kA_elems != 8 || M::kB_elems != 8 || M::kA_bits != 4 || M::kB_bits != 4 || M::kA_shift != 0 ||
-        M::kB_shift != 0)
+    const bool packed = M::kA_elems == 8 && M::kA_bits == 4 && M::kA_shift == 0;
+    const bool container = M::kA_elems == 4 && M::kA_bits == 8 && M::kA_shift == 2;
+    if (!(packed || container) || M::kB_elems != M::kA_elems || M::kB_bits != M::kA_bits || M::kB_shift != M::kA_shift)
         return false;
+    constexpr int E = M::kA_elems;
     for (int lane = 0; lane < 32; ++lane) {
         for (int r = 0; r < M::kA_regs; ++r)
-            for (int e = 0; e < 8; ++e)
-                if (M::a_col(lane, r, e) != M::a_col(lane, r, 0) + e || M::a_col(lane, r, 0) % 8 != 0 ||
+            for (int e = 0; e < E; ++e)
+                if (M::a_col(lane, r, e) != M::a_col(lane, r, 0) + e || M::a_col(lane, r, 0) % E != 0 ||
                     M::a_row(lane, r, e) != M::a_row(lane, r, 0))
                     return false;
         for (int r = 0; r < M::kB_regs; ++r)
-            for (int e = 0; e < 8; ++e)
-                if (M::b_row(lane, r, e) != M::b_row(lane, r, 0) + e || M::b_row(lane, r, 0) % 8 != 0 ||
+            for (int e = 0; e < E; ++e)
+                if (M::b_row(lane, r, e) != M::b_row(lane, r, 0) + e || M::b_row(lane, r, 0) % E != 0 ||
                     M::b_col(lane, r, e) != M::b_col(lane, r, 0))
                     return false;
     }
@@ -153,7 +169,7 @@ FP4PROBE_HD constexpr Plan<FMT> plan() {
     for (int h = 0; h < 2; ++h) {
         int i = 0;
         for (int r = 0; r < M::kA_regs; ++r)
-            for (int e = 0; e < 8; ++e) {
+            for (int e = 0; e < M::kA_elems; ++e) {
                 if (M::a_row(0, r, e) / 8 != h) continue;
                 int k = 0;
                 for (int j = 0; j < Step<FMT>::NT; ++j)
@@ -166,7 +182,7 @@ FP4PROBE_HD constexpr Plan<FMT> plan() {
         for (int n = 0; n < 8; ++n) p.key[j][n] = -1;
     for (int lane = 0; lane < 32; ++lane)
         for (int r = 0; r < M::kA_regs; ++r)
-            for (int e = 0; e < 8; ++e) {
+            for (int e = 0; e < M::kA_elems; ++e) {
                 const int src = p.src[r][e];
                 if (src >= 0) p.key[src / M::kD_regs][M::d_col(lane, src % M::kD_regs)] = M::a_col(lane, r, e);
             }
@@ -190,7 +206,7 @@ FP4PROBE_TABLE Plan<FMT> kPlan = plan<FMT>();
 
 // The pairing is consistent: in every lane the paired elements share a row and the key of
 // every D element is the k slot of its A element (so one key per (tile, column), however many
-// lanes hold it); the keys are a permutation of the step's 64; a lane's keys are one per-lane
+// lanes hold it); the keys are a permutation of the step's kK; a lane's keys are one per-lane
 // base plus a per-tile offset (key[j][n] = key[0][n] + key[j][0] - key[0][0]).
 template <int FMT>
 FP4PROBE_HD constexpr bool s_tiles_form_p_fragment() {
@@ -198,7 +214,7 @@ FP4PROBE_HD constexpr bool s_tiles_form_p_fragment() {
     constexpr const Plan<FMT>& p = kPlan<FMT>;
     for (int lane = 0; lane < 32; ++lane)
         for (int r = 0; r < M::kA_regs; ++r)
-            for (int e = 0; e < 8; ++e) {
+            for (int e = 0; e < M::kA_elems; ++e) {
                 const int src = p.src[r][e];
                 if (src < 0) return false;
                 const int d = src % M::kD_regs;
@@ -211,14 +227,17 @@ FP4PROBE_HD constexpr bool s_tiles_form_p_fragment() {
             if (p.key[j][n] < 0 || p.key[j][n] != p.key[0][n] + p.key[j][0] - p.key[0][0]) return false;
             seen |= 1ull << p.key[j][n];
         }
-    return seen == ~0ull && M::kK == 64 && M::kN == 8;
+    return seen == (M::kK == 64 ? ~0ull : (1ull << M::kK) - 1) && M::kK <= 64 && M::kN == 8;
 }
 
-// The k-block (P block) of A register r in a lane, and the lanes that share it: a P block of
-// one row is held by the lanes lane ^ x for x in the mask's span (1: pairs, 3: quads), 8
-// elements each.
+// A P block (one row, kKPB keys) spans both of a lane's registers of that row (the two k
+// halves) when it is longer than half a step (m16n8k32 1X: one block a step), else one.
 template <int FMT>
-FP4PROBE_HD constexpr int p_block_lanes_mask() { return Bs<FMT>::kKPB / 8 - 1; }
+FP4PROBE_HD constexpr int p_block_regs() { return Bs<FMT>::kKPB > Bs<FMT>::kK / 2 ? 2 : 1; }
+// The lanes that share a P block of a row: lane ^ x for x in the mask's span (1: pairs,
+// 3: quads), kA_elems elements per register each.
+template <int FMT>
+FP4PROBE_HD constexpr int p_block_lanes_mask() { return Bs<FMT>::kKPB / (Bs<FMT>::kA_elems * p_block_regs<FMT>()) - 1; }
 template <int FMT>
 FP4PROBE_HD constexpr bool p_blocks_are_lane_groups() {
     constexpr int X = p_block_lanes_mask<FMT>();
@@ -239,20 +258,22 @@ template <int FMT>
 FP4PROBE_HD constexpr bool a_regs_are_half_and_side() {
     for (int lane = 0; lane < 32; ++lane)
         for (int r = 0; r < Bs<FMT>::kA_regs; ++r)
-            if (Bs<FMT>::a_row(lane, r, 0) / 8 != r % 2 || Bs<FMT>::a_col(lane, r, 0) / 32 != r / 2) return false;
+            if (Bs<FMT>::a_row(lane, r, 0) / 8 != r % 2 || Bs<FMT>::a_col(lane, r, 0) / (Bs<FMT>::kK / 2) != r / 2) return false;
     return Bs<FMT>::kA_regs == 4;
 }
 
 #define ATTN_BS_CHECKS(FMT_)                                                                                    \
     static_assert(d_rows_shared_by_xor_1_2<DLayoutOf<FMT_>>(), "D rows are not shared by lane^1, lane^2");    \
     static_assert(d_half_is_lane_independent<DLayoutOf<FMT_>>(), "D register halves differ between lanes");  \
-    static_assert(registers_are_fp4_words<FMT_>(), "A/B registers are not words of packed FP4");              \
+    static_assert(registers_are_fp4_runs<FMT_>(), "A/B registers are not runs of FP4 memory");              \
     static_assert(scale_words_are_rows<FMT_>(), "a scale word does not hold one row's k-blocks in order");    \
     static_assert(s_tiles_form_p_fragment<FMT_>(), "S's D tiles do not pair with P's A fragment");           \
     static_assert(p_blocks_are_lane_groups<FMT_>(), "P blocks are not held by xor lane groups");             \
     static_assert(a_regs_are_half_and_side<FMT_>(), "A registers are not (row half, k half)");
 ATTN_BS_CHECKS(MX)
+#ifndef ATTN_MXF8F6F4
 ATTN_BS_CHECKS(NV)
+#endif
 
 // ---- per-lane constants ------------------------------------------------------------------
 
@@ -321,7 +342,10 @@ FP4PROBE_HD constexpr bool d_keys_are_separable() {
                 if (p.key[j][Bs<FMT>::d_col(lane, d)] != p.key[0][Bs<FMT>::d_col(lane, 0)] + d_off<FMT>(j, d)) return false;
     return true;
 }
-static_assert(d_keys_are_separable<MX>() && d_keys_are_separable<NV>(), "S keys are not a lane base plus offsets");
+static_assert(d_keys_are_separable<MX>(), "S keys are not a lane base plus offsets");
+#ifndef ATTN_MXF8F6F4
+static_assert(d_keys_are_separable<NV>(), "S keys are not a lane base plus offsets");
+#endif
 
 // P blocks of every (row, k-block) have a holder, in the register of the row's half.
 template <int FMT>
@@ -332,15 +356,33 @@ FP4PROBE_HD constexpr bool p_blocks_have_holders() {
             if (p.holder_lane[row][kb] < 0 || p.holder_reg[row][kb] % 2 != row / 8) return false;
     return true;
 }
-static_assert(p_blocks_have_holders<MX>() && p_blocks_have_holders<NV>(), "a P block has no holder");
+static_assert(p_blocks_have_holders<MX>(), "a P block has no holder");
+#ifndef ATTN_MXF8F6F4
+static_assert(p_blocks_have_holders<NV>(), "a P block has no holder");
+#endif
 
-// kKB scale bytes (one per k-block) from p, as one word: 2 (MXFP4) or 4 (NVFP4) bytes. For
+// kKB scale bytes (one per k-block) from p, as one word: 1, 2 (MXFP4) or 4 (NVFP4) bytes. For
 // Q and K, whose scale rows are D / B bytes (a multiple of kKB), so p is aligned.
 template <int FMT>
 __device__ __forceinline__ u32 load_scale_word(const u8* p) {
-    return Bs<FMT>::kKB == 4 ? __ldg(reinterpret_cast<const unsigned*>(p)) : (u32)__ldg(reinterpret_cast<const unsigned short*>(p));
+    constexpr int KB = Bs<FMT>::kKB;
+    return KB == 4 ? __ldg(reinterpret_cast<const unsigned*>(p))
+                   : (KB == 2 ? (u32)__ldg(reinterpret_cast<const unsigned short*>(p)) : (u32)__ldg(p));
 }
-__device__ __forceinline__ u32 load_word(const u8* p) { return __ldg(reinterpret_cast<const unsigned*>(p)); }
+
+// Four E2M1 codes (16 bits, low nibble first) as four 8-bit containers, code in bits 5..2.
+__device__ __forceinline__ u32 fp4_containers(u32 h) {
+    const u32 y = __byte_perm(h, 0u, 0x1100);  // bytes b0 b0 b1 b1
+    return ((y & 0x000f000fu) | ((y >> 4) & 0x0f000f00u)) << 2;
+}
+
+// One A/B register from FP4 memory at p (its first element): a 32-bit word of 8 packed codes,
+// or 16 bits widened to 4 containers (registers_are_fp4_runs).
+template <int FMT>
+__device__ __forceinline__ u32 load_reg(const u8* p) {
+    if (Bs<FMT>::kA_bits == 4) return __ldg(reinterpret_cast<const unsigned*>(p));
+    return fp4_containers(__ldg(reinterpret_cast<const unsigned short*>(p)));
+}
 
 // ---- the kernel -------------------------------------------------------------------------
 
@@ -371,7 +413,7 @@ __device__ void attention(const u8* __restrict__ q_data, const u8* __restrict__ 
 #pragma unroll
         for (int r = 0; r < M::kA_regs; ++r) {
             const int row = q0 + M::a_row(lane, r, 0), d = kc * M::kK + M::a_col(lane, r, 0);
-            qa[kc][r] = row < Sq ? load_word(q_data + (u64)row * (D / 2) + d / 2) : 0u;
+            qa[kc][r] = row < Sq ? load_reg<FMT>(q_data + (u64)row * (D / 2) + d / 2) : 0u;
         }
         const int srow = q0 + lm.a_scale_row;
         qs[kc] = lm.a_scale_row >= 0 && srow < Sq ? load_scale_word<FMT>(q_scale + (u64)srow * (D / B) + kc * KB) : 0u;
@@ -399,7 +441,7 @@ __device__ void attention(const u8* __restrict__ q_data, const u8* __restrict__ 
                 u32 kb[M::kB_regs];
 #pragma unroll
                 for (int r = 0; r < M::kB_regs; ++r)
-                    kb[r] = key < Sk ? load_word(k_data + (u64)key * (D / 2) + (kc * M::kK + M::b_row(lane, r, 0)) / 2) : 0u;
+                    kb[r] = key < Sk ? load_reg<FMT>(k_data + (u64)key * (D / 2) + (kc * M::kK + M::b_row(lane, r, 0)) / 2) : 0u;
                 u32 ks = 0u;
                 if (lm.b_scale_col >= 0) {
                     const int sk = key0 + lm.ks_base + tile_off<FMT>(j);
@@ -427,37 +469,48 @@ __device__ void attention(const u8* __restrict__ q_data, const u8* __restrict__ 
         advance_row_max(tmax, m_run, alpha, m_use);
 
         // P requantized straight into P·V's A fragment: register r (row half r % 2, k half
-        // r / 2) takes its 8 values from S (Plan::src), scaled by P_SCALE; the block maximum
-        // is reduced over the lanes sharing the block; codes go into nibbles, scale bytes into
-        // one packed word per lane (byte r), from which the scale word is gathered.
+        // r / 2) takes its E values from S (Plan::src), scaled by P_SCALE; the block maximum is
+        // reduced over the registers (p_block_regs) and lanes sharing the block; codes go into
+        // their containers, scale bytes into one packed word per lane (byte r), from which the
+        // scale word is gathered.
+        constexpr int E = M::kA_elems;
+        float vals[2][2][E], amax[2][2];
+#pragma unroll
+        for (int s2 = 0; s2 < 2; ++s2)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                amax[s2][h] = 0.0f;
+#pragma unroll
+                for (int e = 0; e < E; ++e) {
+                    const int src = kPlan<FMT>.src[h + 2 * s2][e];
+                    const int j = src / M::kD_regs, d = src % M::kD_regs;
+                    const float x = __fmul_rn(ex2(__fsub_rn(p[j][d], m_use[h])), P_SCALE);
+                    vals[s2][h][e] = x;
+                    amax[s2][h] = fmaxf(amax[s2][h], x);
+                }
+            }
+        if (p_block_regs<FMT>() == 2) {
+#pragma unroll
+            for (int h = 0; h < 2; ++h) amax[0][h] = amax[1][h] = fmaxf(amax[0][h], amax[1][h]);
+        }
         u32 pa[M::kA_regs], packed = 0u;
         float lsum[2] = {0.0f, 0.0f};
 #pragma unroll
         for (int s2 = 0; s2 < 2; ++s2) {
-            float vals[2][8], amax[2] = {0.0f, 0.0f};
-#pragma unroll
-            for (int h = 0; h < 2; ++h)
-#pragma unroll
-                for (int e = 0; e < 8; ++e) {
-                    const int src = kPlan<FMT>.src[h + 2 * s2][e];
-                    const int j = src / M::kD_regs, d = src % M::kD_regs;
-                    const float x = __fmul_rn(ex2(__fsub_rn(p[j][d], m_use[h])), P_SCALE);
-                    vals[h][e] = x;
-                    amax[h] = fmaxf(amax[h], x);
-                }
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
-                amax[h] = fmaxf(amax[h], __shfl_xor_sync(0xffffffffu, amax[h], 1));
-                if (p_block_lanes_mask<FMT>() == 3) amax[h] = fmaxf(amax[h], __shfl_xor_sync(0xffffffffu, amax[h], 2));
+                amax[s2][h] = fmaxf(amax[s2][h], __shfl_xor_sync(0xffffffffu, amax[s2][h], 1));
+                if (p_block_lanes_mask<FMT>() == 3)
+                    amax[s2][h] = fmaxf(amax[s2][h], __shfl_xor_sync(0xffffffffu, amax[s2][h], 2));
             }
-            const PScale<FMT> ps(amax);
+            const PScale<FMT> ps(amax[s2]);
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
                 u32 word = 0u;
 #pragma unroll
-                for (int e = 0; e < 8; ++e) {
-                    const float g = e2m1_grid(ps.scaled(vals[h][e], h));
-                    word |= (__float_as_uint(__fmul_rn(g, 0x1p-126f)) >> 22) << (4 * e);
+                for (int e = 0; e < E; ++e) {
+                    const float g = e2m1_grid(ps.scaled(vals[s2][h][e], h));
+                    word |= (__float_as_uint(__fmul_rn(g, 0x1p-126f)) >> 22) << (M::kA_bits * e + M::kA_shift);
                     lsum[h] = __fadd_rn(lsum[h], __fmul_rn(g, ps.value[h]));
                 }
                 pa[h + 2 * s2] = word;
@@ -479,7 +532,7 @@ __device__ void attention(const u8* __restrict__ q_data, const u8* __restrict__ 
 #pragma unroll
             for (int r = 0; r < M::kB_regs; ++r) {
                 const int key = key0 + M::b_row(lane, r, 0);
-                vb[r] = key < Skp ? load_word(v_data + (u64)d * (Skp / 2) + key / 2) : 0u;
+                vb[r] = key < Skp ? load_reg<FMT>(v_data + (u64)d * (Skp / 2) + key / 2) : 0u;
             }
             // Vᵀ scale rows are Skp / B bytes long, only 2-byte (NVFP4) or 1-byte (MXFP4)
             // aligned, and the step's second half may lie past Skp (a multiple of 32): bytes.
@@ -524,8 +577,10 @@ __device__ void attention(const u8* __restrict__ q_data, const u8* __restrict__ 
 ATTN_ENTRY(attn_mxfp4_d64, 64, attn::MX)
 ATTN_ENTRY(attn_mxfp4_d128, 128, attn::MX)
 ATTN_ENTRY(attn_mxfp4_d256, 256, attn::MX)
+#ifndef ATTN_MXF8F6F4
 ATTN_ENTRY(attn_nvfp4_d64, 64, attn::NV)
 ATTN_ENTRY(attn_nvfp4_d128, 128, attn::NV)
 ATTN_ENTRY(attn_nvfp4_d256, 256, attn::NV)
+#endif
 
 #include "attention/attn_prepasses.cuh"

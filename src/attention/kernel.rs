@@ -27,6 +27,11 @@ pub enum KernelPath {
     /// the PTX ISA (`mma_block_scale_emulated.cuh`): validates the sm_120a kernel's data flow
     /// on a GPU without the instruction. Slow; for validation only.
     BlockScaleEmulated,
+    /// The block-scale kernel with `mma.sync` m16n8k32 `kind::mxf8f6f4` `scale_vec::1X`
+    /// (FP4 in 8-bit containers; the article's instruction): MXFP4 only (sm_120a).
+    BlockScaleK32,
+    /// `block-scale-k32` with the software model of its instruction.
+    BlockScaleK32Emulated,
 }
 
 impl KernelPath {
@@ -34,10 +39,37 @@ impl KernelPath {
     pub fn source(self) -> &'static str {
         match self {
             KernelPath::Bf16 => "attention/attn_fp4_sm90.cu",
-            KernelPath::BlockScale | KernelPath::BlockScaleEmulated => {
-                "attention/attn_fp4_sm120a.cu"
-            }
+            _ => "attention/attn_fp4_sm120a.cu",
         }
+    }
+
+    /// The input formats the path has entry points for: the m16n8k32 instruction takes only
+    /// E8M0 scales, so no NVFP4.
+    pub fn formats(self) -> &'static [Format] {
+        match self {
+            KernelPath::BlockScaleK32 | KernelPath::BlockScaleK32Emulated => &[Format::Mxfp4],
+            _ => &[Format::Nvfp4, Format::Mxfp4],
+        }
+    }
+
+    /// Runs the software model instead of the instruction.
+    pub fn emulated(self) -> bool {
+        matches!(
+            self,
+            KernelPath::BlockScaleEmulated | KernelPath::BlockScaleK32Emulated
+        )
+    }
+
+    /// An error naming what runs `format` when this path cannot.
+    pub fn check_format(self, format: Format) -> Result<()> {
+        if !self.formats().contains(&format) {
+            bail!(
+                "--path {} runs MXFP4 only: m16n8k32 kind::mxf8f6f4 has no E4M3 block scales; \
+                 NVFP4 runs on --path block-scale (m16n8k64 kind::mxf4nvf4 scale_vec::4X)",
+                self.name()
+            );
+        }
+        Ok(())
     }
 
     pub fn name(self) -> &'static str {
@@ -45,6 +77,8 @@ impl KernelPath {
             KernelPath::Bf16 => "bf16",
             KernelPath::BlockScale => "block-scale",
             KernelPath::BlockScaleEmulated => "block-scale-emulated",
+            KernelPath::BlockScaleK32 => "block-scale-k32",
+            KernelPath::BlockScaleK32Emulated => "block-scale-k32-emulated",
         }
     }
 
@@ -66,11 +100,13 @@ impl KernelPath {
                 "the FP4 attention kernels need sm_90 or later; this device is sm_{major}{minor}"
             );
         }
-        if self == KernelPath::BlockScale && major != 12 {
+        if matches!(self, KernelPath::BlockScale | KernelPath::BlockScaleK32) && major != 12 {
             bail!(
-                "the block-scale attention kernel needs sm_120a (mma.sync kind::mxf4nvf4 \
-                 block_scale); this device is sm_{major}{minor}. Use --path bf16, or \
-                 --path block-scale-emulated to validate its data flow with a software MMA"
+                "the {} attention kernel needs sm_120a (mma.sync block_scale); this device is \
+                 sm_{major}{minor}. Use --path bf16, or --path {}-emulated to validate its data \
+                 flow with a software MMA",
+                self.name(),
+                self.name()
             );
         }
         let suffix = if major >= 10 { "a" } else { "" };
@@ -106,8 +142,14 @@ pub fn compile(path: KernelPath, arch: &str) -> Result<nvrtc::Compiled> {
         format!("--include-path={}", dir.display()),
         format!("-DATTN_WARPS={}", warps()),
     ];
-    if path == KernelPath::BlockScaleEmulated {
+    if path.emulated() {
         options.push("-DATTN_EMULATE_BLOCK_SCALE".to_string());
+    }
+    if matches!(
+        path,
+        KernelPath::BlockScaleK32 | KernelPath::BlockScaleK32Emulated
+    ) {
+        options.push("-DATTN_MXF8F6F4".to_string());
     }
     nvrtc::compile(&src, path.source(), &options, Output::Cubin)
 }
@@ -225,6 +267,7 @@ impl<'a> AttentionKernel<'a> {
         ts: &DeviceBuffer,
         out: &DeviceBuffer,
     ) -> Result<()> {
+        self.path.check_format(format)?;
         let f = self.module.function(&entry(format, s.head_dim))?;
         let grid_x = s.seq_q.div_ceil(16 * warps());
         let bh = s.batch * s.heads;
@@ -447,6 +490,24 @@ mod tests {
         assert_eq!(KernelPath::BlockScaleEmulated.arch(9, 0).unwrap(), "sm_90");
         let e = KernelPath::BlockScale.arch(9, 0).unwrap_err().to_string();
         assert!(e.contains("needs sm_120a") && e.contains("sm_90"), "{e}");
+        let e = KernelPath::BlockScaleK32
+            .arch(9, 0)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("block-scale-k32-emulated"), "{e}");
+        assert!(
+            KernelPath::BlockScaleK32
+                .check_format(Format::Mxfp4)
+                .is_ok()
+        );
+        let e = KernelPath::BlockScaleK32
+            .check_format(Format::Nvfp4)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("MXFP4 only") && e.contains("--path block-scale"),
+            "{e}"
+        );
         let e = KernelPath::Bf16.arch(8, 6).unwrap_err().to_string();
         assert!(e.contains("sm_90 or later") && e.contains("sm_86"), "{e}");
     }
@@ -455,7 +516,7 @@ mod tests {
     fn both_kernel_sources_exist_and_share_the_entry_points() {
         for path in [KernelPath::Bf16, KernelPath::BlockScale] {
             let src = std::fs::read_to_string(kernels_dir().join(path.source())).unwrap();
-            for format in [Format::Nvfp4, Format::Mxfp4] {
+            for &format in path.formats() {
                 for d in [64, 128, 256] {
                     assert!(
                         src.contains(&format!("ATTN_ENTRY({},", entry(format, d))),

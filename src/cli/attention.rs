@@ -164,7 +164,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         backend.info().name
     );
     if a.bench {
-        if path == KernelPath::BlockScaleEmulated {
+        if path.emulated() {
             bail!(
                 "--bench times real kernels; block-scale-emulated runs a software model of the MMA (use it with --suite or a validation run)"
             );
@@ -345,7 +345,12 @@ fn suite(kernel: &AttentionKernel) -> Result<ExitCode> {
     println!(
         "| shape | format | inputs | vs quantized reference (cos, rel err, max abs) | vs f64 (cos) | result |\n|---|---|---|---|---|---|"
     );
-    for (i, c) in suite_cases()?.iter().enumerate() {
+    let formats = kernel.path().formats();
+    let cases = suite_cases()?;
+    for (i, c) in cases.iter().enumerate() {
+        if !formats.contains(&c.format) {
+            continue;
+        }
         let v = validate(
             kernel,
             &c.shape,
@@ -381,7 +386,7 @@ fn suite(kernel: &AttentionKernel) -> Result<ExitCode> {
         (InType::F16, true),
         (InType::F32, true),
     ];
-    for format in [Format::Nvfp4, Format::Mxfp4] {
+    for &format in kernel.path().formats() {
         for shape in [
             AttnShape::new(1, 3, 77, 133, 128, true)?,
             AttnShape::new(2, 2, 256, 300, 64, false)?,
@@ -427,7 +432,7 @@ fn time_work(
 fn bench(a: &Args, kernel: &AttentionKernel) -> Result<ExitCode> {
     let mut csv = String::from("impl,batch,heads,seq,head_dim,causal,ms,tflops\n");
     for &d in &a.head_dims {
-        for format in [Format::Nvfp4, Format::Mxfp4] {
+        for &format in kernel.path().formats() {
             eprintln!(
                 "{}: {}",
                 crate::attention::kernel::entry(format, d),
@@ -463,7 +468,7 @@ fn bench(a: &Args, kernel: &AttentionKernel) -> Result<ExitCode> {
                 writeln!(csv, "{row}")?;
             }
             drop(fly);
-            for format in [Format::Nvfp4, Format::Mxfp4] {
+            for &format in kernel.path().formats() {
                 let qkv: QuantizedQkv = prequantize(&shape, &q, &k, &v, false, format)?;
                 let mut dev = DeviceQkv::upload(kernel.backend(), &qkv)?;
                 for causal in [false, true] {

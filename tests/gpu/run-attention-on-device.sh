@@ -12,14 +12,17 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv
 echo "== validation suite"
 $B/fp4probe attention --suite 2>&1 | tee "$OUT/attention-suite.md"; echo "suite rc=${PIPESTATUS[0]}"
 echo "== the sm_120a block-scale kernel, its MMA replaced by the software model (block-scale-emulated)"
-$B/fp4probe attention --suite --path block-scale-emulated 2>&1 | tee "$OUT/attention-suite-block-scale-emulated.md"; echo "emulated suite rc=${PIPESTATUS[0]}"
-for tool in memcheck racecheck synccheck; do
-  compute-sanitizer --tool $tool --error-exitcode 9 $B/fp4probe attention --path block-scale-emulated --heads 1 --seq-q 77 --seq-k 133 --causal \
-    2>&1 | grep -E "SUMMARY|vs CPU" | head -2; echo "emulated $tool rc=${PIPESTATUS[0]}"
+# (block-scale: m16n8k64 kind::mxf4nvf4; block-scale-k32: m16n8k32 kind::mxf8f6f4, MXFP4 only)
+for p in block-scale block-scale-k32; do
+  $B/fp4probe attention --suite --path $p-emulated 2>&1 | tee "$OUT/attention-suite-$p-emulated.md"; echo "$p-emulated suite rc=${PIPESTATUS[0]}"
+  for tool in memcheck racecheck synccheck; do
+    compute-sanitizer --tool $tool --error-exitcode 9 $B/fp4probe attention --path $p-emulated --format mxfp4 --heads 1 --seq-q 77 --seq-k 133 --causal \
+      2>&1 | grep -E "SUMMARY|vs CPU" | head -2; echo "$p-emulated $tool rc=${PIPESTATUS[0]}"
+  done
 done
 if [ -x $B/attention_kernel ]; then
-  echo "== both kernels compiled by this machine's NVRTC (sm_90, sm_120a; SASS checked)"
-  $B/attention_kernel 2>&1 | grep -E "NVRTC|test |result"
+  echo "== the kernels compiled by this machine's NVRTC (bf16 for sm_90 and sm_120a, both block-scale paths for sm_120a; SASS checked)"
+  $B/attention_kernel --nocapture 2>&1 | grep -E "NVRTC|test |result"
 fi
 echo "== compute-sanitizer"
 for tool in memcheck racecheck synccheck; do
