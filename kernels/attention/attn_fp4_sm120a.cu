@@ -3,6 +3,9 @@
 //   mma.sync.aligned.m16n8k64.row.col.kind::mxf4nvf4.block_scale
 //     MXFP4: .scale_vec::2X ... .ue8m0 (E8M0 scales per 32 k)
 //     NVFP4: .scale_vec::4X ... .ue4m3 (E4M3 scales per 16 k)
+//   or, with ATTN_MXF8F6F4 (MXFP4 only), the article's instruction
+//   mma.sync.aligned.m16n8k32.row.col.kind::mxf8f6f4.block_scale.scale_vec::1X ... .ue8m0,
+//     FP4 widened to 8-bit containers in registers.
 // Same inputs, launch and entry points as attn_fp4_sm90.cu (see there), same arithmetic
 // (src/attention/reference.rs: reference_quantized): the integer running maximum, P scaled by
 // 448·6 and requantized in V's block format (NVFP4 one-level, MXFP4 RCEIL: one instruction
@@ -13,15 +16,16 @@
 // a_/b_/d_row_formula, ..._col_formula; scale tables kScaleA/B_lane/_byte through
 // scale_a_lane() and friends); the kernel writes no lane formula of its own. What it relies on
 // beyond them is static_assert-ed below:
-// - an A or B register is one 32-bit word of FP4 memory: 8 consecutive k of one row (column),
-//   element e in bits 4e..4e+3, which is the packed layout (even index in the low nibble);
+// - an A or B register is a run of FP4 memory: 8 consecutive k of one row (column), element e
+//   in bits 4e..4e+3, the packed layout (even index in the low nibble), or with k32 4 k
+//   widened to containers;
 // - the scale words: a lane supplies the scales of one row (column) of A (B), k-block j in
 //   byte j (selectors byte-id 0, thread-id 0);
 // - S's D fragments are P's A fragment lane by lane once the keys are relabelled: P·V's k
-//   slot κ is key κ of the 64-key step (so V loads are contiguous words), and S's n8 tile j,
-//   column n is computed for key key[j][n] (Plan), the k slot that the lane holding that D element
-//   puts it in. The relabelling permutes keys within a 64-key step only, and every P block (16
-//   or 32 k slots) is a block of consecutive keys, so block-scale semantics are untouched.
+//   slot κ is key κ of the key step (kK keys; so V loads are contiguous), and S's n8 tile j,
+//   column n is computed for key key[j][n] (Plan), the k slot that the lane holding that D
+//   element puts it in. The relabelling permutes keys within a step only, and every P block
+//   (16 or 32 k slots) is a block of consecutive keys, so block-scale semantics are untouched.
 //
 // Built with ATTN_EMULATE_BLOCK_SCALE (for sm_90), the instruction is replaced by a software
 // model written from the PTX ISA's layouts (mma_block_scale_emulated.cuh), so the data flow
@@ -406,7 +410,7 @@ __device__ void attention(const u8* __restrict__ q_data, const u8* __restrict__ 
     v_scale += bh * D * (Skp / B);
     const LaneMap<FMT> lm(lane);
 
-    // Q: A fragments and scale words straight from memory, per k-step of 64 along D.
+    // Q: A fragments and scale words straight from memory, per k-step (kK) along D.
     u32 qa[KC][M::kA_regs], qs[KC];
 #pragma unroll
     for (int kc = 0; kc < KC; ++kc) {
@@ -429,7 +433,7 @@ __device__ void attention(const u8* __restrict__ q_data, const u8* __restrict__ 
     const int q_last = min(blockIdx.x * BR + BR, Sq) - 1;
     const int key_end = causal ? min(Sk, q_last + 1) : Sk;
     for (int key0 = 0; key0 < key_end; key0 += M::kK) {
-        // S = Q·Kᵀ for 16 rows × 64 keys: tile j, column n is key key0 + key[j][n].
+        // S = Q·Kᵀ for 16 rows × kK keys: tile j, column n is key key0 + key[j][n].
         u32 s[NT][M::kD_regs];
 #pragma unroll
         for (int j = 0; j < NT; ++j) {
@@ -535,7 +539,8 @@ __device__ void attention(const u8* __restrict__ q_data, const u8* __restrict__ 
                 vb[r] = key < Skp ? load_reg<FMT>(v_data + (u64)d * (Skp / 2) + key / 2) : 0u;
             }
             // Vᵀ scale rows are Skp / B bytes long, only 2-byte (NVFP4) or 1-byte (MXFP4)
-            // aligned, and the step's second half may lie past Skp (a multiple of 32): bytes.
+            // aligned, and a 64-key step's second half may lie past Skp (a multiple of 32):
+            // bytes.
             u32 vs = 0u;
             if (lm.b_scale_col >= 0) {
                 const u8* sp = v_scale + (u64)(jd * M::kN + lm.b_scale_col) * (Skp / B) + key0 / B;
