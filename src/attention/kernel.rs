@@ -145,6 +145,11 @@ pub fn compile(path: KernelPath, arch: &str) -> Result<nvrtc::Compiled> {
     if path.emulated() {
         options.push("-DATTN_EMULATE_BLOCK_SCALE".to_string());
     }
+    // Tuning experiments: extra macros for the kernel source, space-separated (NAME or
+    // NAME=VALUE), e.g. FP4PROBE_ATTN_DEFINES=ATTN_DECODE_LUT.
+    if let Ok(defs) = std::env::var("FP4PROBE_ATTN_DEFINES") {
+        options.extend(defs.split_whitespace().map(|d| format!("-D{d}")));
+    }
     if matches!(
         path,
         KernelPath::BlockScaleK32 | KernelPath::BlockScaleK32Emulated
