@@ -89,10 +89,9 @@ pub struct Args {
     /// CSV for --bench: impl,batch,heads,seq,head_dim,causal,ms,tflops.
     #[arg(long)]
     pub csv: Option<PathBuf>,
-    /// Which kernel: bf16 (FP4 decoded for the bf16 MMA; sm_90+), block-scale (the
-    /// block-scaled FP4 MMA; sm_120a) or block-scale-emulated (the block-scale kernel with a
-    /// software model of the instruction, to validate it on any sm_90+ GPU). Default: the
-    /// fastest this device runs.
+    /// Which kernel (see the values below): bf16 on sm_90 and later, block-scale and
+    /// block-scale-k32 on sm_120a, their -emulated forms on any sm_90+ GPU (validation only).
+    /// Default: the fastest this device runs.
     #[arg(long, value_enum)]
     pub path: Option<KernelPath>,
 }
