@@ -159,4 +159,43 @@ __device__ __forceinline__ void rescale_o(float (&o)[TILES][DL::regs], const flo
     }
 }
 
+// ---- what both kernels do at the ends -------------------------------------------------------
+
+// Where head bh's operands start, in bytes from the tensors' starts (QuantizedQkv's layout:
+// Q, K [bh][S][D/2] codes and [bh][S][D/B] scales, Vᵀ [bh][D][Skp/2] and [bh][D][Skp/B]).
+struct HeadOffsets {
+    u64 q_data, q_scale, k_data, k_scale, v_data, v_scale;
+};
+template <int D, int FMT>
+__device__ __forceinline__ HeadOffsets head_offsets(u64 bh, int Sq, int Sk, int Skp) {
+    constexpr int B = Blk<FMT>::n;
+    return {bh * Sq * (D / 2), bh * Sq * (D / B), bh * Sk * (D / 2), bh * Sk * (D / B), bh * D * (Skp / 2), bh * D * (Skp / B)};
+}
+
+// O / l times V's tensor scale, f32 out [bh][Sq][D], from the accumulators of a warp's 16 rows
+// starting at q0 (D / n tiles of the D layout DL).
+template <class DL, int D>
+__device__ __forceinline__ void store_o(const float (&o)[D / DL::n][DL::regs], const float (&l_run)[2], float v_ts,
+                                        float* out, u64 bh, int Sq, int q0, int lane) {
+#pragma unroll
+    for (int j = 0; j < D / DL::n; ++j)
+#pragma unroll
+        for (int r = 0; r < DL::regs; ++r) {
+            const int row = q0 + DL::row(lane, r), d = j * DL::n + DL::col(lane, r);
+            if (row < Sq) out[(bh * Sq + row) * D + d] = __fmul_rn(__fdiv_rn(o[j][r], l_run[d_half_of<DL>(r)]), v_ts);
+        }
+}
+
 }  // namespace attn
+
+// An entry point attn_<format>_d<D> around the source's attn::attention<D, FMT> (the host's
+// signature: src/attention/kernel.rs, enqueue_raw).
+#define ATTN_ENTRY(NAME, D, FMT)                                                                   \
+    extern "C" __global__ void __launch_bounds__(attn::WARPS * 32)                                  \
+        NAME(const unsigned char* q_data, const unsigned char* q_scale, const unsigned char* k_data,   \
+             const unsigned char* k_scale, const unsigned char* v_data, const unsigned char* v_scale,  \
+             float* out, unsigned Sq, unsigned Sk, unsigned Skp, unsigned causal, const float* ts,     \
+             unsigned c0_bits) {                                                                     \
+        attn::attention<D, FMT>(q_data, q_scale, k_data, k_scale, v_data, v_scale, out, (int)Sq, (int)Sk, \
+                                (int)Skp, (int)causal, ts, __uint_as_float(c0_bits));                 \
+    }

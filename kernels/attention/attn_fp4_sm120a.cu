@@ -402,12 +402,9 @@ __device__ void attention(const u8* __restrict__ q_data, const u8* __restrict__ 
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     const u64 bh = blockIdx.y;
     const int q0 = blockIdx.x * BR + warp * 16;
-    q_data += bh * Sq * (D / 2);
-    q_scale += bh * Sq * (D / B);
-    k_data += bh * Sk * (D / 2);
-    k_scale += bh * Sk * (D / B);
-    v_data += bh * D * (Skp / 2);
-    v_scale += bh * D * (Skp / B);
+    const HeadOffsets at = head_offsets<D, FMT>(bh, Sq, Sk, Skp);
+    q_data += at.q_data, q_scale += at.q_scale, k_data += at.k_data, k_scale += at.k_scale;
+    v_data += at.v_data, v_scale += at.v_scale;
     const LaneMap<FMT> lm(lane);
 
     // Q: A fragments and scale words straight from memory, per k-step (kK) along D.
@@ -557,27 +554,10 @@ __device__ void attention(const u8* __restrict__ q_data, const u8* __restrict__ 
         }
     }
 
-    // O / l, f32 out.
-#pragma unroll
-    for (int j = 0; j < D / 8; ++j)
-#pragma unroll
-        for (int r = 0; r < M::kD_regs; ++r) {
-            const int row = q0 + M::d_row(lane, r), d = j * M::kN + M::d_col(lane, r);
-            if (row < Sq) out[(bh * Sq + row) * D + d] = __fmul_rn(__fdiv_rn(o[j][r], l_run[d_half_of<DL>(r)]), v_ts);
-        }
+    store_o<DL, D>(o, l_run, v_ts, out, bh, Sq, q0, lane);
 }
 
 }  // namespace attn
-
-#define ATTN_ENTRY(NAME, D, FMT)                                                                   \
-    extern "C" __global__ void __launch_bounds__(attn::WARPS * 32)                                  \
-        NAME(const unsigned char* q_data, const unsigned char* q_scale, const unsigned char* k_data,   \
-             const unsigned char* k_scale, const unsigned char* v_data, const unsigned char* v_scale,  \
-             float* out, unsigned Sq, unsigned Sk, unsigned Skp, unsigned causal, const float* ts,     \
-             unsigned c0_bits) {                                                                     \
-        attn::attention<D, FMT>(q_data, q_scale, k_data, k_scale, v_data, v_scale, out, (int)Sq, (int)Sk, \
-                                (int)Skp, (int)causal, ts, __uint_as_float(c0_bits));                 \
-    }
 
 ATTN_ENTRY(attn_mxfp4_d64, 64, attn::MX)
 ATTN_ENTRY(attn_mxfp4_d128, 128, attn::MX)

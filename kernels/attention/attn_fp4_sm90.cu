@@ -269,12 +269,9 @@ __device__ void attention(const u8* __restrict__ q_data, const u8* __restrict__ 
     const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
     const u64 bh = blockIdx.y;
     const int q0 = blockIdx.x * BR + warp * 16;
-    q_data += bh * Sq * (D / 2);
-    q_scale += bh * Sq * (D / B);
-    k_data += bh * Sk * (D / 2);
-    k_scale += bh * Sk * (D / B);
-    v_data += bh * D * (Skp / 2);
-    v_scale += bh * D * (Skp / B);
+    const HeadOffsets at = head_offsets<D, FMT>(bh, Sq, Sk, Skp);
+    q_data += at.q_data, q_scale += at.q_scale, k_data += at.k_data, k_scale += at.k_scale;
+    v_data += at.v_data, v_scale += at.v_scale;
 
     // Q fragments, decoded once: D/16 chunks of k.
     u32 qa[D / 16][L::kA_regs];
@@ -409,27 +406,10 @@ __device__ void attention(const u8* __restrict__ q_data, const u8* __restrict__ 
         }
     }
 
-    // O / l, f32 out.
-#pragma unroll
-    for (int j = 0; j < D / 8; ++j)
-#pragma unroll
-        for (int r = 0; r < L::kD_regs; ++r) {
-            const int row = q0 + L::d_row_formula(lane, r, 0), d = j * L::kN + L::d_col_formula(lane, r, 0);
-            if (row < Sq) out[(bh * Sq + row) * D + d] = __fmul_rn(__fdiv_rn(o[j][r], l_run[d_half(r)]), v_ts);
-        }
+    store_o<DLayout, D>(o, l_run, v_ts, out, bh, Sq, q0, lane);
 }
 
 }  // namespace attn
-
-#define ATTN_ENTRY(NAME, D, FMT)                                                                   \
-    extern "C" __global__ void __launch_bounds__(attn::WARPS * 32)                                  \
-        NAME(const unsigned char* q_data, const unsigned char* q_scale, const unsigned char* k_data,   \
-             const unsigned char* k_scale, const unsigned char* v_data, const unsigned char* v_scale,  \
-             float* out, unsigned Sq, unsigned Sk, unsigned Skp, unsigned causal, const float* ts,     \
-             unsigned c0_bits) {                                                                     \
-        attn::attention<D, FMT>(q_data, q_scale, k_data, k_scale, v_data, v_scale, out, (int)Sq, (int)Sk, \
-                                (int)Skp, (int)causal, ts, __uint_as_float(c0_bits));                 \
-    }
 
 ATTN_ENTRY(attn_mxfp4_d64, 64, attn::MX)
 ATTN_ENTRY(attn_mxfp4_d128, 128, attn::MX)
