@@ -1,6 +1,6 @@
-// What the two fused FP4 attention kernels (attn_fp4_sm90.cu: FP4 decoded to bf16 for
-// mma.sync m16n8k16; attn_fp4_sm120a.cu: FP4 straight into the block-scaled mma.sync of
-// sm_120a) share: the launch geometry, the accumulator-layout properties they check, the
+// What the two fused FP4 attention kernel bodies (attn_bf16.cuh: FP4 decoded to bf16 for
+// mma.sync m16n8k16; attn_block_scale.cuh: FP4 straight into the block-scaled mma.sync of
+// sm_120a; both compiled from attn_fp4.cu) share: the launch geometry, the accumulator-layout properties they check, the
 // integer-maximum online softmax and P's requantization (src/attention/reference.rs states
 // the scheme both implement).
 #pragma once

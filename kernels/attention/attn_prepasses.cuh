@@ -1,5 +1,5 @@
-// The on-the-fly path's pre-passes, shared by both attention kernel sources (attn_fp4_sm90.cu,
-// attn_fp4_sm120a.cu): each module carries them so the host finds them in the kernel it loaded.
+// The on-the-fly path's pre-passes, in every module attn_fp4.cu builds (bf16 or block-scale),
+// so the host finds them in the kernel it loaded.
 #pragma once
 
 #include "quant/fp4_codecs.cuh"

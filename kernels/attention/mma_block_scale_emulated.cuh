@@ -1,7 +1,7 @@
 // A software model of the block-scaled e2m1 × e2m1 → f32 mma.sync of sm_120a
 //   m16n8k64 .kind::mxf4nvf4 .scale_vec::{2X,4X} .{ue8m0,ue4m3}   (K = 64, packed FP4)
 //   m16n8k32 .kind::mxf8f6f4 .scale_vec::1X .ue8m0               (K = 32, 8-bit containers)
-// at selectors byte-id 0, thread-id 0, for running attn_fp4_sm120a.cu on a GPU that lacks
+// at selectors byte-id 0, thread-id 0, for running attn_block_scale.cuh on a GPU that lacks
 // the instruction (ATTN_EMULATE_BLOCK_SCALE).
 //
 // It is written from the PTX ISA's description of the fragments and scale factors, not from

@@ -1,6 +1,7 @@
-//! The fused FP4 attention kernels: compiled with NVRTC for the device, launched over
-//! pre-quantized Q, K, V (`QuantizedQkv`), O read back as f32. Two sources, one interface
-//! (same entry points, arguments and arithmetic), chosen by `KernelPath`.
+//! The fused FP4 attention kernels (`kernels/attention/attn_fp4.cu`): compiled with NVRTC for
+//! the device, launched over pre-quantized Q, K, V (`QuantizedQkv`), O read back as f32. One
+//! source, two kernel bodies behind one interface (same entry points, arguments and
+//! arithmetic), chosen by `KernelPath`.
 
 use super::reference::score_scale_log2;
 use super::{AttnShape, QuantizedQkv};
@@ -17,10 +18,10 @@ use cudarc::driver::sys;
 /// Which kernel runs the products.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum KernelPath {
-    /// `attn_fp4_sm90.cu`: FP4 decoded to bf16 in registers, `mma.sync` m16n8k16 bf16 (sm_90
+    /// `attn_bf16.cuh`: FP4 decoded to bf16 in registers, `mma.sync` m16n8k16 bf16 (sm_90
     /// and later).
     Bf16,
-    /// `attn_fp4_sm120a.cu`: FP4 straight into `mma.sync` m16n8k64 `kind::mxf4nvf4`
+    /// `attn_block_scale.cuh`: FP4 straight into `mma.sync` m16n8k64 `kind::mxf4nvf4`
     /// `block_scale` (sm_120a).
     BlockScale,
     /// The block-scale kernel with the instruction replaced by a software model written from
@@ -35,11 +36,26 @@ pub enum KernelPath {
 }
 
 impl KernelPath {
-    /// The kernel source, relative to `kernels/`.
-    pub fn source(self) -> &'static str {
+    /// The kernel body the source includes for this path, relative to `kernels/`.
+    pub fn body(self) -> &'static str {
         match self {
-            KernelPath::Bf16 => "attention/attn_fp4_sm90.cu",
-            _ => "attention/attn_fp4_sm120a.cu",
+            KernelPath::Bf16 => "attention/attn_bf16.cuh",
+            _ => "attention/attn_block_scale.cuh",
+        }
+    }
+
+    /// The macros that select this path's body and instruction in `SOURCE`.
+    pub fn defines(self) -> &'static [&'static str] {
+        match self {
+            KernelPath::Bf16 => &[],
+            KernelPath::BlockScale => &["ATTN_BLOCK_SCALE"],
+            KernelPath::BlockScaleEmulated => &["ATTN_BLOCK_SCALE", "ATTN_EMULATE_BLOCK_SCALE"],
+            KernelPath::BlockScaleK32 => &["ATTN_BLOCK_SCALE", "ATTN_MXF8F6F4"],
+            KernelPath::BlockScaleK32Emulated => &[
+                "ATTN_BLOCK_SCALE",
+                "ATTN_MXF8F6F4",
+                "ATTN_EMULATE_BLOCK_SCALE",
+            ],
         }
     }
 
@@ -130,10 +146,13 @@ pub fn entry(format: Format, head_dim: usize) -> String {
     format!("attn_{}_d{head_dim}", format.name())
 }
 
+/// The kernel source, relative to `kernels/`: both paths' bodies, selected by macros.
+pub const SOURCE: &str = "attention/attn_fp4.cu";
+
 /// Compile `path`'s kernel for `arch` (`sm_90`, `sm_120a`, ...), headers from `kernels/`.
 pub fn compile(path: KernelPath, arch: &str) -> Result<nvrtc::Compiled> {
     let dir = kernels_dir();
-    let file = dir.join(path.source());
+    let file = dir.join(SOURCE);
     let src = std::fs::read_to_string(&file)
         .with_context(|| format!("cannot read {}", file.display()))?;
     let mut options = vec![
@@ -142,21 +161,13 @@ pub fn compile(path: KernelPath, arch: &str) -> Result<nvrtc::Compiled> {
         format!("--include-path={}", dir.display()),
         format!("-DATTN_WARPS={}", warps()),
     ];
-    if path.emulated() {
-        options.push("-DATTN_EMULATE_BLOCK_SCALE".to_string());
-    }
+    options.extend(path.defines().iter().map(|d| format!("-D{d}")));
     // Tuning experiments: extra macros for the kernel source, space-separated (NAME or
     // NAME=VALUE), e.g. FP4PROBE_ATTN_DEFINES=ATTN_DECODE_LUT.
     if let Ok(defs) = std::env::var("FP4PROBE_ATTN_DEFINES") {
         options.extend(defs.split_whitespace().map(|d| format!("-D{d}")));
     }
-    if matches!(
-        path,
-        KernelPath::BlockScaleK32 | KernelPath::BlockScaleK32Emulated
-    ) {
-        options.push("-DATTN_MXF8F6F4".to_string());
-    }
-    nvrtc::compile(&src, path.source(), &options, Output::Cubin)
+    nvrtc::compile(&src, SOURCE, &options, Output::Cubin)
 }
 
 /// The on-the-fly path's kernels in the attention module.
@@ -230,7 +241,7 @@ impl<'a> AttentionKernel<'a> {
         let (major, minor) = backend.compute_capability();
         let arch = path.arch(major, minor)?;
         let image = compile(path, &arch)
-            .with_context(|| format!("compiling kernels/{} for {arch}", path.source()))?;
+            .with_context(|| format!("compiling kernels/{SOURCE} ({}) for {arch}", path.body()))?;
         let module = backend.load_cubin(&image.image)?;
         let pre_passes = PRE_PASSES
             .iter()
@@ -518,20 +529,32 @@ mod tests {
     }
 
     #[test]
-    fn both_kernel_sources_exist_and_share_the_entry_points() {
+    fn one_source_includes_both_bodies_and_declares_every_entry_point() {
+        let src = std::fs::read_to_string(kernels_dir().join(SOURCE)).unwrap();
         for path in [KernelPath::Bf16, KernelPath::BlockScale] {
-            let src = std::fs::read_to_string(kernels_dir().join(path.source())).unwrap();
+            assert!(kernels_dir().join(path.body()).is_file(), "{}", path.body());
+            assert!(src.contains(&format!("#include \"{}\"", path.body())));
             for &format in path.formats() {
                 for d in [64, 128, 256] {
+                    let e = entry(format, d);
                     assert!(
-                        src.contains(&format!("ATTN_ENTRY({},", entry(format, d))),
-                        "{} lacks {}",
-                        path.source(),
-                        entry(format, d)
+                        src.contains(&format!("ATTN_ENTRY({e},")),
+                        "{SOURCE} lacks {e}"
                     );
                 }
             }
-            assert!(src.contains("attn_prepasses.cuh"), "{}", path.source());
+        }
+        assert!(src.contains("attn_prepasses.cuh"));
+        for path in [
+            KernelPath::BlockScaleEmulated,
+            KernelPath::BlockScaleK32,
+            KernelPath::BlockScaleK32Emulated,
+        ] {
+            assert!(path.defines().contains(&"ATTN_BLOCK_SCALE"));
+            assert_eq!(
+                path.emulated(),
+                path.defines().contains(&"ATTN_EMULATE_BLOCK_SCALE")
+            );
         }
     }
 }

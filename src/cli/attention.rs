@@ -157,9 +157,10 @@ pub fn run(a: Args) -> Result<ExitCode> {
         .unwrap_or_else(|| KernelPath::for_device(backend.compute_capability().0));
     let kernel = AttentionKernel::load_path(&backend, path)?;
     eprintln!(
-        "fp4probe attention: kernel path {} (kernels/{}) on {}",
+        "fp4probe attention: kernel path {} (kernels/{}, {}) on {}",
         path.name(),
-        path.source(),
+        crate::attention::kernel::SOURCE,
+        path.body(),
         backend.info().name
     );
     if a.bench {

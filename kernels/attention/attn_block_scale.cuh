@@ -1,12 +1,13 @@
-// Fused FP4 attention forward for sm_120a: O = softmax(Q·Kᵀ/√d)·V with the FP4 operands fed
-// straight to the block-scaled tensor-core instruction, no decoding:
+// The block-scale body of attn_fp4.cu (ATTN_BLOCK_SCALE), for sm_120a: fused FP4 attention
+// forward, O = softmax(Q·Kᵀ/√d)·V, with the FP4 operands fed straight to the block-scaled
+// tensor-core instruction, no decoding:
 //   mma.sync.aligned.m16n8k64.row.col.kind::mxf4nvf4.block_scale
 //     MXFP4: .scale_vec::2X ... .ue8m0 (E8M0 scales per 32 k)
 //     NVFP4: .scale_vec::4X ... .ue4m3 (E4M3 scales per 16 k)
 //   or, with ATTN_MXF8F6F4 (MXFP4 only), the article's instruction
 //   mma.sync.aligned.m16n8k32.row.col.kind::mxf8f6f4.block_scale.scale_vec::1X ... .ue8m0,
 //     FP4 widened to 8-bit containers in registers.
-// Same inputs, launch and entry points as attn_fp4_sm90.cu (see there), same arithmetic
+// Same inputs, launch and entry points as attn_bf16.cuh (see there and attn_fp4.cu), same arithmetic
 // (src/attention/reference.rs: reference_quantized): the integer running maximum, P scaled by
 // 448·6 and requantized in V's block format (NVFP4 one-level, MXFP4 RCEIL: one instruction
 // takes one scale type for both operands, so P's scales are V's type), l the sum of the
@@ -31,6 +32,8 @@
 // model written from the PTX ISA's layouts (mma_block_scale_emulated.cuh), so the data flow
 // above can be validated on a GPU without the instruction. That checks the kernel; the
 // instruction itself is measured by `fp4probe fragment` / `scale` on sm_120 hardware.
+
+#pragma once
 
 #include "attention/attn_common.cuh"
 #ifdef ATTN_MXF8F6F4
@@ -558,14 +561,3 @@ __device__ void attention(const u8* __restrict__ q_data, const u8* __restrict__ 
 }
 
 }  // namespace attn
-
-ATTN_ENTRY(attn_mxfp4_d64, 64, attn::MX)
-ATTN_ENTRY(attn_mxfp4_d128, 128, attn::MX)
-ATTN_ENTRY(attn_mxfp4_d256, 256, attn::MX)
-#ifndef ATTN_MXF8F6F4
-ATTN_ENTRY(attn_nvfp4_d64, 64, attn::NV)
-ATTN_ENTRY(attn_nvfp4_d128, 128, attn::NV)
-ATTN_ENTRY(attn_nvfp4_d256, 256, attn::NV)
-#endif
-
-#include "attention/attn_prepasses.cuh"

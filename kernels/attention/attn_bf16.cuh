@@ -1,7 +1,8 @@
-// Fused FP4 attention forward for sm_90 (and later): O = softmax(Q·Kᵀ/√d)·V with Q, K, V in
-// MXFP4 (E2M1 codes + E8M0 scales per 32) or NVFP4 (E2M1 codes + E4M3 scales per 16, and an
-// f32 tensor scale), as `fp4probe quantize` writes them; the score matrix kept in registers,
-// both products on tensor cores (mma.sync m16n8k16 bf16 → f32).
+// The bf16 body of attn_fp4.cu, for sm_90 and later: fused FP4 attention forward,
+// O = softmax(Q·Kᵀ/√d)·V with Q, K, V in MXFP4 (E2M1 codes + E8M0 scales per 32) or NVFP4
+// (E2M1 codes + E4M3 scales per 16, and an f32 tensor scale), as `fp4probe quantize` writes
+// them; the score matrix kept in registers, both products on tensor cores (mma.sync m16n8k16
+// bf16 → f32).
 //
 // Exactness: an E2M1 code times its E8M0 or E4M3 block scale is exactly a bf16 (at most six
 // significant bits, within bf16's exponent range), so decoding FP4 to bf16 in registers loses
@@ -32,6 +33,8 @@
 // tiles of 64 keys (32 for D = 256). Per key tile: the tile's FP4 bytes, fetched into
 // registers during the previous tile's work, are decoded to bf16 in shared memory by all
 // threads; each warp then reads its B fragments with ldmatrix.x4.
+
+#pragma once
 
 #include "attention/attn_common.cuh"
 #include "generated/m16n8k16.f32.bf16.bf16.f32.cuh"
@@ -410,12 +413,3 @@ __device__ void attention(const u8* __restrict__ q_data, const u8* __restrict__ 
 }
 
 }  // namespace attn
-
-ATTN_ENTRY(attn_mxfp4_d64, 64, attn::MX)
-ATTN_ENTRY(attn_mxfp4_d128, 128, attn::MX)
-ATTN_ENTRY(attn_mxfp4_d256, 256, attn::MX)
-ATTN_ENTRY(attn_nvfp4_d64, 64, attn::NV)
-ATTN_ENTRY(attn_nvfp4_d128, 128, attn::NV)
-ATTN_ENTRY(attn_nvfp4_d256, 256, attn::NV)
-
-#include "attention/attn_prepasses.cuh"

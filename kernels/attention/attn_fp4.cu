@@ -1,0 +1,28 @@
+// Fused FP4 attention forward, O = softmax(Q·Kᵀ/√d)·V, as `fp4probe attention` compiles it with
+// NVRTC: one source, two targets.
+//   default            attn_bf16.cuh: FP4 decoded to bf16 in registers, mma.sync m16n8k16
+//                      bf16 (sm_90 and later)
+//   ATTN_BLOCK_SCALE   attn_block_scale.cuh: FP4 straight into the block-scaled mma.sync of
+//                      sm_120a (m16n8k64 kind::mxf4nvf4; with ATTN_MXF8F6F4, m16n8k32
+//                      kind::mxf8f6f4, MXFP4 only; with ATTN_EMULATE_BLOCK_SCALE, a software
+//                      model of the instruction for any sm_90+ GPU)
+// Both read the same operands (src/attention/prequant.rs), export the same entry points with
+// the same arguments (src/attention/kernel.rs: enqueue_raw) and compute the same arithmetic
+// (src/attention/reference.rs: reference_quantized); what they share is attn_common.cuh.
+
+#ifdef ATTN_BLOCK_SCALE
+#include "attention/attn_block_scale.cuh"
+#else
+#include "attention/attn_bf16.cuh"
+#endif
+
+ATTN_ENTRY(attn_mxfp4_d64, 64, attn::MX)
+ATTN_ENTRY(attn_mxfp4_d128, 128, attn::MX)
+ATTN_ENTRY(attn_mxfp4_d256, 256, attn::MX)
+#ifndef ATTN_MXF8F6F4
+ATTN_ENTRY(attn_nvfp4_d64, 64, attn::NV)
+ATTN_ENTRY(attn_nvfp4_d128, 128, attn::NV)
+ATTN_ENTRY(attn_nvfp4_d256, 256, attn::NV)
+#endif
+
+#include "attention/attn_prepasses.cuh"
