@@ -294,8 +294,7 @@ __device__ void attention(const u8* __restrict__ q_data, const u8* __restrict__ 
 #pragma unroll
         for (int r = 0; r < L::kD_regs; ++r) o[j][r] = 0.0f;
 
-    const int q_last = min(blockIdx.x * BR + BR, Sq) - 1;
-    const int key_end = causal ? min(Sk, q_last + 1) : Sk;
+    const int key_end = cta_key_end(Sq, Sk, causal);
     Prefetch<D> pf;
     fetch_tile<D, FMT>(pf, k_data, k_scale, v_data, v_scale, 0, Sk, Skp, tid);
     for (int key0 = 0; key0 < key_end; key0 += BC) {

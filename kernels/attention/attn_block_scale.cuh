@@ -430,8 +430,7 @@ __device__ void attention(const u8* __restrict__ q_data, const u8* __restrict__ 
 #pragma unroll
         for (int r = 0; r < M::kD_regs; ++r) o[j][r] = 0.0f;
 
-    const int q_last = min(blockIdx.x * BR + BR, Sq) - 1;
-    const int key_end = causal ? min(Sk, q_last + 1) : Sk;
+    const int key_end = cta_key_end(Sq, Sk, causal);
     for (int key0 = 0; key0 < key_end; key0 += M::kK) {
         // S = Q·Kᵀ for 16 rows × kK keys: tile j, column n is key key0 + key[j][n].
         u32 s[NT][M::kD_regs];

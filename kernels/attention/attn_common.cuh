@@ -172,6 +172,12 @@ __device__ __forceinline__ HeadOffsets head_offsets(u64 bh, int Sq, int Sk, int 
     return {bh * Sq * (D / 2), bh * Sq * (D / B), bh * Sk * (D / 2), bh * Sk * (D / B), bh * D * (Skp / 2), bh * D * (Skp / B)};
 }
 
+// Keys this CTA visits: all of them, or with the causal mask those up to its last query row.
+__device__ __forceinline__ int cta_key_end(int Sq, int Sk, int causal) {
+    const int q_last = min(blockIdx.x * BR + BR, Sq) - 1;
+    return causal ? min(Sk, q_last + 1) : Sk;
+}
+
 // O / l times V's tensor scale, f32 out [bh][Sq][D], from the accumulators of a warp's 16 rows
 // starting at q0 (D / n tiles of the D layout DL).
 template <class DL, int D>
