@@ -114,6 +114,34 @@ fn emulated_block_scale_kernels_compile_for_sm90() {
     }
 }
 
+#[test]
+fn wgmma_kernel_runs_both_products_on_hgmma_for_sm90a() {
+    if !nvrtc_or_skip("wgmma attention kernel") {
+        return;
+    }
+    let listing = sass_of(KernelPath::Wgmma, "sm_90a");
+    let cubin = compile(KernelPath::Wgmma, "sm_90a").unwrap_or_else(|e| panic!("wgmma: {e:#}"));
+    // ptxas says so when it has to serialize wgmma (a register it cannot keep in flight):
+    // then the asynchronous MMA would not overlap anything.
+    assert!(
+        !cubin.log.contains("serialized"),
+        "ptxas serialized the wgmma: {}",
+        cubin.log
+    );
+    let Some(listing) = listing else {
+        return;
+    };
+    // S = Q·Kᵀ: m64n64k16 (D = 128, 64-key tiles) and m64n128k16 (D = 64, 128-key tiles),
+    // Q and K from shared memory; O += P·V: the other shape, P from registers.
+    for shape in ["HGMMA.64x64x16.F32.BF16", "HGMMA.64x128x16.F32.BF16"] {
+        assert!(listing.contains(shape), "no {shape}");
+    }
+    assert!(
+        !listing.contains("HMMA"),
+        "an mma.sync left in the wgmma kernel"
+    );
+}
+
 /// The SASS of `path` compiled for `arch`, every entry point checked present; None (with a
 /// note) when cuobjdump is not installed.
 fn sass_of(path: KernelPath, arch: &str) -> Option<String> {
@@ -131,7 +159,7 @@ fn sass_of(path: KernelPath, arch: &str) -> Option<String> {
         std::fs::write(format!("{stem}.cubin"), &cubin.image).unwrap();
     }
     for &format in path.formats() {
-        for d in [64, 128, 256] {
+        for &d in path.head_dims() {
             let name = entry(format, d);
             assert!(
                 listing.contains(&name),

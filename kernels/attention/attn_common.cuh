@@ -194,14 +194,15 @@ __device__ __forceinline__ void store_o(const float (&o)[D / DL::n][DL::regs], c
 
 }  // namespace attn
 
-// An entry point attn_<format>_d<D> around the source's attn::attention<D, FMT> (the host's
-// signature: src/attention/kernel.rs, enqueue_raw).
+// An entry point attn_<format>_d<D> around the body's ATTN_BODY<D, FMT> (attn::attention, or
+// what the body names) with the body's ATTN_LAUNCH_BOUNDS (the host's signature:
+// src/attention/kernel.rs, enqueue_raw).
 #define ATTN_ENTRY(NAME, D, FMT)                                                                   \
-    extern "C" __global__ void __launch_bounds__(attn::WARPS * 32)                                  \
+    extern "C" __global__ void ATTN_LAUNCH_BOUNDS                                                  \
         NAME(const unsigned char* q_data, const unsigned char* q_scale, const unsigned char* k_data,   \
              const unsigned char* k_scale, const unsigned char* v_data, const unsigned char* v_scale,  \
              float* out, unsigned Sq, unsigned Sk, unsigned Skp, unsigned causal, const float* ts,     \
              unsigned c0_bits) {                                                                     \
-        attn::attention<D, FMT>(q_data, q_scale, k_data, k_scale, v_data, v_scale, out, (int)Sq, (int)Sk, \
+        ATTN_BODY<D, FMT>(q_data, q_scale, k_data, k_scale, v_data, v_scale, out, (int)Sq, (int)Sk, \
                                 (int)Skp, (int)causal, ts, __uint_as_float(c0_bits));                 \
     }

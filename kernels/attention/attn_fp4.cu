@@ -2,6 +2,9 @@
 // NVRTC: one source, two targets.
 //   default            attn_bf16.cuh: FP4 decoded to bf16 in registers, mma.sync m16n8k16
 //                      bf16 (sm_90 and later)
+//   ATTN_WGMMA         attn_wgmma.cuh: attn_bf16.cuh's arithmetic on Hopper's warpgroup MMA
+//                      (wgmma.mma_async, a producer warpgroup decoding K and V into shared
+//                      memory; sm_90a, head_dim 64 and 128)
 //   ATTN_BLOCK_SCALE   attn_block_scale.cuh: FP4 straight into the block-scaled mma.sync of
 //                      sm_120a (m16n8k64 kind::mxf4nvf4; with ATTN_MXF8F6F4, m16n8k32
 //                      kind::mxf8f6f4, MXFP4 only; with ATTN_EMULATE_BLOCK_SCALE, a software
@@ -10,19 +13,29 @@
 // the same arguments (src/attention/kernel.rs: enqueue_raw) and compute the same arithmetic
 // (src/attention/reference.rs: reference_quantized); what they share is attn_common.cuh.
 
-#ifdef ATTN_BLOCK_SCALE
+#if defined(ATTN_BLOCK_SCALE)
 #include "attention/attn_block_scale.cuh"
+#elif defined(ATTN_WGMMA)
+#include "attention/attn_wgmma.cuh"
 #else
 #include "attention/attn_bf16.cuh"
+#endif
+#ifndef ATTN_BODY
+#define ATTN_BODY attn::attention
+#define ATTN_LAUNCH_BOUNDS __launch_bounds__(attn::WARPS * 32)
 #endif
 
 ATTN_ENTRY(attn_mxfp4_d64, 64, attn::MX)
 ATTN_ENTRY(attn_mxfp4_d128, 128, attn::MX)
+#ifndef ATTN_WGMMA
 ATTN_ENTRY(attn_mxfp4_d256, 256, attn::MX)
+#endif
 #ifndef ATTN_MXF8F6F4
 ATTN_ENTRY(attn_nvfp4_d64, 64, attn::NV)
 ATTN_ENTRY(attn_nvfp4_d128, 128, attn::NV)
+#ifndef ATTN_WGMMA
 ATTN_ENTRY(attn_nvfp4_d256, 256, attn::NV)
+#endif
 #endif
 
 #include "attention/attn_prepasses.cuh"

@@ -21,6 +21,10 @@ pub enum KernelPath {
     /// `attn_bf16.cuh`: FP4 decoded to bf16 in registers, `mma.sync` m16n8k16 bf16 (sm_90
     /// and later).
     Bf16,
+    /// `attn_wgmma.cuh`: the bf16 path's arithmetic on Hopper's asynchronous warpgroup MMA
+    /// (`wgmma.mma_async` m64nNk16 bf16, a producer warpgroup decoding K and V into shared
+    /// memory, two consumer warpgroups); sm_90a, head_dim 64 and 128.
+    Wgmma,
     /// `attn_block_scale.cuh`: FP4 straight into `mma.sync` m16n8k64 `kind::mxf4nvf4`
     /// `block_scale` (sm_120a).
     BlockScale,
@@ -40,6 +44,7 @@ impl KernelPath {
     pub fn body(self) -> &'static str {
         match self {
             KernelPath::Bf16 => "attention/attn_bf16.cuh",
+            KernelPath::Wgmma => "attention/attn_wgmma.cuh",
             _ => "attention/attn_block_scale.cuh",
         }
     }
@@ -48,6 +53,7 @@ impl KernelPath {
     pub fn defines(self) -> &'static [&'static str] {
         match self {
             KernelPath::Bf16 => &[],
+            KernelPath::Wgmma => &["ATTN_WGMMA"],
             KernelPath::BlockScale => &["ATTN_BLOCK_SCALE"],
             KernelPath::BlockScaleEmulated => &["ATTN_BLOCK_SCALE", "ATTN_EMULATE_BLOCK_SCALE"],
             KernelPath::BlockScaleK32 => &["ATTN_BLOCK_SCALE", "ATTN_MXF8F6F4"],
@@ -88,9 +94,68 @@ impl KernelPath {
         Ok(())
     }
 
+    /// The head dimensions the path has entry points for: the wgmma body keeps S and O
+    /// accumulators in registers, which D = 256 would overflow.
+    pub fn head_dims(self) -> &'static [usize] {
+        match self {
+            KernelPath::Wgmma => &[64, 128],
+            _ => &[64, 128, 256],
+        }
+    }
+
+    /// An error naming what runs `head_dim` when this path cannot.
+    pub fn check_head_dim(self, head_dim: usize) -> Result<()> {
+        if !self.head_dims().contains(&head_dim) {
+            bail!(
+                "--path {} runs head_dim {:?}; head_dim {head_dim} runs on --path bf16",
+                self.name(),
+                self.head_dims()
+            );
+        }
+        Ok(())
+    }
+
+    /// Threads per CTA: 16 query rows a warp, or for wgmma one producer and two consumer
+    /// warpgroups.
+    pub fn threads(self) -> usize {
+        match self {
+            KernelPath::Wgmma => 384,
+            _ => 32 * warps(),
+        }
+    }
+
+    /// Query rows per CTA (`BR` in attn_common.cuh, from `ATTN_WARPS`).
+    pub fn rows_per_cta(self) -> usize {
+        16 * self.warps_macro()
+    }
+
+    /// The `ATTN_WARPS` the source is compiled with: the wgmma body's two consumer warpgroups
+    /// are fixed at 128 query rows.
+    fn warps_macro(self) -> usize {
+        match self {
+            KernelPath::Wgmma => 8,
+            _ => warps(),
+        }
+    }
+
+    /// Dynamic shared memory per CTA: the wgmma body's decoded Q tile and its ring of
+    /// `ATTN_STAGES` decoded K and Vᵀ tiles (`Geo<D>::SMEM` in attn_wgmma.cuh, which traps if
+    /// given less); the other bodies use static shared memory only.
+    pub fn dynamic_smem(self, head_dim: usize) -> usize {
+        match self {
+            KernelPath::Wgmma => {
+                let keys = if head_dim == 64 { 128 } else { 64 };
+                let (q, stage) = (128 * head_dim * 2, 2 * keys * head_dim * 2);
+                q + wgmma_stages() * stage
+            }
+            _ => 0,
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             KernelPath::Bf16 => "bf16",
+            KernelPath::Wgmma => "wgmma",
             KernelPath::BlockScale => "block-scale",
             KernelPath::BlockScaleEmulated => "block-scale-emulated",
             KernelPath::BlockScaleK32 => "block-scale-k32",
@@ -98,13 +163,14 @@ impl KernelPath {
         }
     }
 
-    /// The fastest path a device of compute capability `major.minor` runs: the block-scaled
-    /// instruction on sm_120 (consumer Blackwell), bf16 elsewhere.
-    pub fn for_device(major: u32) -> KernelPath {
-        if major == 12 {
-            KernelPath::BlockScale
-        } else {
-            KernelPath::Bf16
+    /// The fastest path a device of compute capability `major.minor` runs for `head_dim`:
+    /// the block-scaled instruction on sm_120 (consumer Blackwell), wgmma on sm_90 (Hopper) up
+    /// to head_dim 128, bf16 elsewhere.
+    pub fn for_device(major: u32, head_dim: usize) -> KernelPath {
+        match major {
+            12 => KernelPath::BlockScale,
+            9 if KernelPath::Wgmma.head_dims().contains(&head_dim) => KernelPath::Wgmma,
+            _ => KernelPath::Bf16,
         }
     }
 
@@ -125,7 +191,17 @@ impl KernelPath {
                 self.name()
             );
         }
-        let suffix = if major >= 10 { "a" } else { "" };
+        if self == KernelPath::Wgmma && major != 9 {
+            bail!(
+                "the wgmma attention kernel needs sm_90a (wgmma.mma_async exists on Hopper only); \
+                 this device is sm_{major}{minor}. Use --path bf16"
+            );
+        }
+        let suffix = if major >= 10 || self == KernelPath::Wgmma {
+            "a"
+        } else {
+            ""
+        };
         Ok(format!("sm_{major}{minor}{suffix}"))
     }
 }
@@ -139,6 +215,18 @@ pub fn warps() -> usize {
         .and_then(|v| v.parse().ok())
         .filter(|&w| w == 4 || w == 8)
         .unwrap_or(8)
+}
+
+/// The wgmma body's ring of key tiles: `ATTN_STAGES` in attn_wgmma.cuh, 3 unless an
+/// experiment sets it through `FP4PROBE_ATTN_DEFINES` (ATTN_STAGES=N).
+fn wgmma_stages() -> usize {
+    std::env::var("FP4PROBE_ATTN_DEFINES")
+        .ok()
+        .and_then(|defs| {
+            defs.split_whitespace()
+                .find_map(|d| d.strip_prefix("ATTN_STAGES=")?.parse().ok())
+        })
+        .unwrap_or(3)
 }
 
 /// `attn_nvfp4_d128`: the entry point for an input format and head dimension.
@@ -159,7 +247,7 @@ pub fn compile(path: KernelPath, arch: &str) -> Result<nvrtc::Compiled> {
         format!("--gpu-architecture={arch}"),
         "-std=c++17".to_string(),
         format!("--include-path={}", dir.display()),
-        format!("-DATTN_WARPS={}", warps()),
+        format!("-DATTN_WARPS={}", path.warps_macro()),
     ];
     options.extend(path.defines().iter().map(|d| format!("-D{d}")));
     // Tuning experiments: extra macros for the kernel source, space-separated (NAME or
@@ -228,11 +316,12 @@ impl DeviceQkv {
 }
 
 impl<'a> AttentionKernel<'a> {
-    /// Compile the fastest path for this device (`KernelPath::for_device`) and load it.
-    pub fn load(backend: &'a CudaBackend) -> Result<Self> {
+    /// Compile the fastest path for this device and `head_dim` (`KernelPath::for_device`)
+    /// and load it.
+    pub fn load(backend: &'a CudaBackend, head_dim: usize) -> Result<Self> {
         Self::load_path(
             backend,
-            KernelPath::for_device(backend.compute_capability().0),
+            KernelPath::for_device(backend.compute_capability().0, head_dim),
         )
     }
 
@@ -243,6 +332,16 @@ impl<'a> AttentionKernel<'a> {
         let image = compile(path, &arch)
             .with_context(|| format!("compiling kernels/{SOURCE} ({}) for {arch}", path.body()))?;
         let module = backend.load_cubin(&image.image)?;
+        for &format in path.formats() {
+            for &d in path.head_dims() {
+                let smem = path.dynamic_smem(d);
+                if smem > 0 {
+                    let f = module.function(&entry(format, d))?;
+                    // SAFETY: `f` belongs to `module`, just loaded into the backend's context.
+                    unsafe { backend.set_max_dynamic_smem(f, smem as u32)? };
+                }
+            }
+        }
         let pre_passes = PRE_PASSES
             .iter()
             .map(|&name| Ok((name, module.function(name)?)))
@@ -284,8 +383,9 @@ impl<'a> AttentionKernel<'a> {
         out: &DeviceBuffer,
     ) -> Result<()> {
         self.path.check_format(format)?;
+        self.path.check_head_dim(s.head_dim)?;
         let f = self.module.function(&entry(format, s.head_dim))?;
-        let grid_x = s.seq_q.div_ceil(16 * warps());
+        let grid_x = s.seq_q.div_ceil(self.path.rows_per_cta());
         let bh = s.batch * s.heads;
         if bh > 65535 {
             bail!("batch × heads = {bh} exceeds the grid's y limit 65535");
@@ -309,12 +409,13 @@ impl<'a> AttentionKernel<'a> {
         // SAFETY: attn_{fmt}_dD(6 × const u8*, float*, u32 Sq, u32 Sk, u32 Skp, u32 causal,
         // const float* ts, u32 c0_bits): the caller's buffers hold the operands of `s` in
         // `format` (QuantizedQkv's layout), `out` and `ts` are checked above; the grid covers
-        // seq_q and batch·heads.
+        // seq_q and batch·heads; the dynamic shared memory is the body's (allowed in load_path).
         unsafe {
-            self.backend.launch_2d(
+            self.backend.launch_3d_smem(
                 f,
-                (u(grid_x, "grid")?, bh as u32),
-                32 * warps() as u32,
+                (u(grid_x, "grid")?, bh as u32, 1),
+                (self.path.threads() as u32, 1),
+                self.path.dynamic_smem(s.head_dim) as u32,
                 &args,
             )
         }
@@ -334,7 +435,7 @@ impl<'a> AttentionKernel<'a> {
         self.backend
     }
 
-    /// Registers, spill (local) bytes and static shared memory of the entry for `head_dim`.
+    /// Registers, spill (local) bytes and shared memory of the entry for `head_dim`.
     pub fn resources(&self, format: Format, head_dim: usize) -> Result<Resources> {
         use cudarc::driver::sys::CUfunction_attribute as A;
         let f = self.module.function(&entry(format, head_dim))?;
@@ -344,6 +445,8 @@ impl<'a> AttentionKernel<'a> {
             registers: get(A::CU_FUNC_ATTRIBUTE_NUM_REGS)?,
             local_bytes: get(A::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES)?,
             shared_bytes: get(A::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?,
+            dynamic_shared_bytes: self.path.dynamic_smem(head_dim),
+            threads: self.path.threads(),
         })
     }
 }
@@ -354,6 +457,8 @@ pub struct Resources {
     pub registers: i32,
     pub local_bytes: i32,
     pub shared_bytes: i32,
+    pub dynamic_shared_bytes: usize,
+    pub threads: usize,
 }
 
 impl std::fmt::Display for Resources {
@@ -363,8 +468,8 @@ impl std::fmt::Display for Resources {
             "{} registers/thread, {} bytes local (spill) memory/thread, {} bytes shared memory/CTA, {} threads/CTA",
             self.registers,
             self.local_bytes,
-            self.shared_bytes,
-            32 * warps()
+            self.shared_bytes as usize + self.dynamic_shared_bytes,
+            self.threads
         )
     }
 }
@@ -498,9 +603,22 @@ mod tests {
 
     #[test]
     fn paths_pick_their_targets_and_refuse_the_wrong_device() {
-        assert_eq!(KernelPath::for_device(9), KernelPath::Bf16);
-        assert_eq!(KernelPath::for_device(10), KernelPath::Bf16);
-        assert_eq!(KernelPath::for_device(12), KernelPath::BlockScale);
+        assert_eq!(KernelPath::for_device(9, 128), KernelPath::Wgmma);
+        assert_eq!(KernelPath::for_device(9, 64), KernelPath::Wgmma);
+        assert_eq!(KernelPath::for_device(9, 256), KernelPath::Bf16);
+        assert_eq!(KernelPath::for_device(10, 128), KernelPath::Bf16);
+        assert_eq!(KernelPath::for_device(12, 128), KernelPath::BlockScale);
+        assert_eq!(KernelPath::Wgmma.arch(9, 0).unwrap(), "sm_90a");
+        let e = KernelPath::Wgmma.arch(12, 0).unwrap_err().to_string();
+        assert!(e.contains("needs sm_90a") && e.contains("sm_120"), "{e}");
+        let e = KernelPath::Wgmma
+            .check_head_dim(256)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--path bf16") && e.contains("256"), "{e}");
+        assert!(KernelPath::Bf16.check_head_dim(256).is_ok());
+        assert_eq!(KernelPath::Wgmma.rows_per_cta(), 128);
+        assert_eq!(KernelPath::Wgmma.dynamic_smem(128), 32768 + 3 * 32768);
         assert_eq!(KernelPath::Bf16.arch(9, 0).unwrap(), "sm_90");
         assert_eq!(KernelPath::BlockScale.arch(12, 0).unwrap(), "sm_120a");
         assert_eq!(KernelPath::BlockScaleEmulated.arch(9, 0).unwrap(), "sm_90");
@@ -531,11 +649,11 @@ mod tests {
     #[test]
     fn one_source_includes_both_bodies_and_declares_every_entry_point() {
         let src = std::fs::read_to_string(kernels_dir().join(SOURCE)).unwrap();
-        for path in [KernelPath::Bf16, KernelPath::BlockScale] {
+        for path in [KernelPath::Bf16, KernelPath::Wgmma, KernelPath::BlockScale] {
             assert!(kernels_dir().join(path.body()).is_file(), "{}", path.body());
             assert!(src.contains(&format!("#include \"{}\"", path.body())));
             for &format in path.formats() {
-                for d in [64, 128, 256] {
+                for &d in path.head_dims() {
                     let e = entry(format, d);
                     assert!(
                         src.contains(&format!("ATTN_ENTRY({e},")),

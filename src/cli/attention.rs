@@ -89,9 +89,10 @@ pub struct Args {
     /// CSV for --bench: impl,batch,heads,seq,head_dim,causal,ms,tflops.
     #[arg(long)]
     pub csv: Option<PathBuf>,
-    /// Which kernel (see the values below): bf16 on sm_90 and later, block-scale and
-    /// block-scale-k32 on sm_120a, their -emulated forms on any sm_90+ GPU (validation only).
-    /// Default: the fastest this device runs.
+    /// Which kernel (see the values below): bf16 on sm_90 and later, wgmma on sm_90a
+    /// (head_dim 64 and 128), block-scale and block-scale-k32 on sm_120a, their -emulated
+    /// forms on any sm_90+ GPU (validation only). Default: the fastest this device runs for
+    /// --head-dim (for --suite and --bench, for head_dim 128).
     #[arg(long, value_enum)]
     pub path: Option<KernelPath>,
 }
@@ -152,9 +153,10 @@ fn shape_of(a: &Args) -> Result<AttnShape> {
 pub fn run(a: Args) -> Result<ExitCode> {
     let backend =
         CudaBackend::open().context("fp4probe attention runs the kernel on a CUDA device")?;
+    let default_d = if a.suite || a.bench { 128 } else { a.head_dim };
     let path = a
         .path
-        .unwrap_or_else(|| KernelPath::for_device(backend.compute_capability().0));
+        .unwrap_or_else(|| KernelPath::for_device(backend.compute_capability().0, default_d));
     let kernel = AttentionKernel::load_path(&backend, path)?;
     eprintln!(
         "fp4probe attention: kernel path {} (kernels/{}, {}) on {}",
@@ -351,6 +353,15 @@ fn suite(kernel: &AttentionKernel) -> Result<ExitCode> {
         if !formats.contains(&c.format) {
             continue;
         }
+        if let Err(e) = kernel.path().check_head_dim(c.shape.head_dim) {
+            println!(
+                "| {} | {} | {:?} | — | — | skipped: {e} |",
+                c.shape,
+                c.format.name(),
+                c.inputs
+            );
+            continue;
+        }
         let v = validate(
             kernel,
             &c.shape,
@@ -432,6 +443,7 @@ fn time_work(
 fn bench(a: &Args, kernel: &AttentionKernel) -> Result<ExitCode> {
     let mut csv = String::from("impl,batch,heads,seq,head_dim,causal,ms,tflops\n");
     for &d in &a.head_dims {
+        kernel.path().check_head_dim(d)?;
         for &format in kernel.path().formats() {
             eprintln!(
                 "{}: {}",

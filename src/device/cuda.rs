@@ -921,6 +921,42 @@ impl CudaBackend {
         block: (u32, u32),
         args: &[KernelArg],
     ) -> Result<()> {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.launch_3d_smem(f, grid, block, 0, args) }
+    }
+
+    /// Let `f` take up to `bytes` of dynamic shared memory per block (above the default 48 KiB
+    /// a launch of more needs `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`).
+    ///
+    /// # Safety
+    /// `f` must be a function of a module loaded into this backend's context and still loaded.
+    pub unsafe fn set_max_dynamic_smem(&self, f: sys::CUfunction, bytes: u32) -> Result<()> {
+        drv(self.ctx.bind_to_thread(), "binding the CUDA context")?;
+        // SAFETY: the caller guarantees `f` is a live function of the bound context.
+        check(
+            unsafe {
+                sys::cuFuncSetAttribute(
+                    f,
+                    sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    bytes as i32,
+                )
+            },
+            &format!("cuFuncSetAttribute(max dynamic shared memory {bytes} bytes)"),
+        )
+    }
+
+    /// `launch_3d` with `smem_bytes` of dynamic shared memory per block.
+    ///
+    /// # Safety
+    /// As for `launch`; more than 48 KiB needs `set_max_dynamic_smem` first.
+    pub unsafe fn launch_3d_smem(
+        &self,
+        f: sys::CUfunction,
+        grid: (u32, u32, u32),
+        block: (u32, u32),
+        smem_bytes: u32,
+        args: &[KernelArg],
+    ) -> Result<()> {
         drv(self.ctx.bind_to_thread(), "binding the CUDA context")?;
         // Each parameter's value lives in its own slot of the right width; the slots are sized
         // up front, so the pointers into them stay valid.
@@ -959,13 +995,15 @@ impl CudaBackend {
                     block.0,
                     block.1,
                     1,
-                    0,
+                    smem_bytes,
                     std::ptr::null_mut(),
                     params.as_mut_ptr(),
                     std::ptr::null_mut(),
                 )
             },
-            &format!("cuLaunchKernel(grid {grid:?}, block {block:?})"),
+            &format!(
+                "cuLaunchKernel(grid {grid:?}, block {block:?}, {smem_bytes} bytes dynamic shared memory)"
+            ),
         )
     }
 
