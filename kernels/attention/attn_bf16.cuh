@@ -371,7 +371,7 @@ __device__ void attention(const u8* __restrict__ q_data, const u8* __restrict__ 
 #pragma unroll
                 for (int r = 0; r < L::kD_regs; ++r) {
                     const int h = d_half(r);
-                    const float q = __fmul_rn(e2m1_grid(ps.scaled(p[nt][r], h)), ps.value[h]);
+                    const float q = ps.requantized(p[nt][r], h);
                     p[nt][r] = q;
                     lsum[h] = __fadd_rn(lsum[h], q);
                 }

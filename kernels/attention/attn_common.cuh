@@ -89,6 +89,12 @@ constexpr float P_SCALE = 2688.0f;
 // elements multiplied by the exact reciprocal) or NVFP4 one-level (amax/6 correctly rounded,
 // E4M3; elements divided by Markstein's method, exact here as the scale is in [2^-6, 448]).
 // `bytes` are the scale bytes (for the block-scaled MMA of sm_120a), `value` their values.
+//
+// P lies in [0, P_SCALE], which makes the general helpers' range checks dead: amax/6 is
+// Markstein's division with no fallback (a dividend below 2^-100, where it could be inexact,
+// gives a quotient far below the 2^-6 the scale is clamped to), and 1/value for a normal E4M3
+// value is the fast path of the correctly rounded reciprocal (MUFU.RCP and one Newton step,
+// what __frcp_rn runs for every input that is not near the ends of the exponent range).
 template <int FMT>
 struct PScale {
     float value[2], rcp[2];
@@ -102,18 +108,42 @@ struct PScale {
                 rcp[h] = e8m0_reciprocal(bytes[h]);
             }
         } else {
-            const u32 pair = e4m3x2_round(fminf(fmaxf(div_rn(amax[0], 6.0f, SIXTH), 0.015625f), 448.0f),
-                                          fminf(fmaxf(div_rn(amax[1], 6.0f, SIXTH), 0.015625f), 448.0f));
+            float sixth[2];
+#pragma unroll
+            for (int h = 0; h < 2; ++h)
+                sixth[h] = fminf(fmaxf(div_markstein_nonneg(amax[h], 6.0f, SIXTH), 0.015625f), 448.0f);
+            const u32 pair = e4m3x2_round(sixth[0], sixth[1]);
             e4m3x2_to_f32(pair, value[0], value[1]);
             bytes[0] = pair & 0xffu;
             bytes[1] = pair >> 8;
 #pragma unroll
-            for (int h = 0; h < 2; ++h) rcp[h] = __frcp_rn(value[h]);
+            for (int h = 0; h < 2; ++h) {
+                float r;
+                asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(value[h]));
+                rcp[h] = __fmaf_rn(r, __fmaf_rn(-value[h], r, 1.0f), r);
+            }
         }
     }
     // p divided by the scale of row half h, ready for E2M1 rounding.
     __device__ __forceinline__ float scaled(float p, int h) const {
         return FMT == MX ? __fmul_rn(p, rcp[h]) : div_markstein_nonneg(p, value[h], rcp[h]);
+    }
+    // p requantized and dequantized: RN(E2M1-grid(scaled(p)) · value), which is what
+    // e2m1_grid and a multiplication by the value give, in fewer steps. No saturation at 6:
+    // scaled(p) <= amax / value, at most 6 for RCEIL and 6 / (1 - 2^-4) < 7 for the
+    // round-to-nearest E4M3 scale, so the grid never rounds up to 8. MXFP4: the value is a
+    // power of two, so rounding p / value to the grid and multiplying back is rounding p to
+    // the grid scaled by the value: one add and subtract of max(binade(p), value)·1.5·2^22.
+    __device__ __forceinline__ float requantized(float p, int h) const {
+        if (FMT == MX) {
+            const u32 binade = max(__float_as_uint(p) & 0x7f800000u, __float_as_uint(value[h]));
+            const float c = __fmul_rn(__uint_as_float(binade), 6291456.0f);
+            return __fsub_rn(__fadd_rn(p, c), c);
+        }
+        const float v = scaled(p, h);
+        const u32 binade = max(__float_as_uint(v) & 0x7f800000u, 0x3f800000u);
+        const float c = __fmul_rn(__uint_as_float(binade), 6291456.0f);
+        return __fmul_rn(__fsub_rn(__fadd_rn(v, c), c), value[h]);
     }
 };
 

@@ -286,8 +286,20 @@ __device__ __forceinline__ void softmax_to_p_(const float (&sacc)[Wgmma<Geo<D>::
                 if (key >= Sk || (causal && key > row)) v = NEG_INF;
             }
             p[nt][r] = v;
-            tmax[d_half(r)] = fmaxf(tmax[d_half(r)], v);
         }
+    // The tile's row maxima by a tree (a chain of fmaxf would serialize the tile).
+    static_assert(d_half(0) == 0 && d_half(1) == 0 && d_half(2) == 1 && d_half(3) == 1, "D registers 0,1: row g");
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        float m[NT];
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt) m[nt] = fmaxf(p[nt][2 * h], p[nt][2 * h + 1]);
+#pragma unroll
+        for (int w = 1; w < NT; w *= 2)
+#pragma unroll
+            for (int nt = 0; nt + w < NT; nt += 2 * w) m[nt] = fmaxf(m[nt], m[nt + w]);
+        tmax[h] = m[0];
+    }
     float m_use[2];
     advance_row_max(tmax, st.m_run, alpha, m_use);
 
@@ -315,7 +327,7 @@ __device__ __forceinline__ void softmax_to_p_(const float (&sacc)[Wgmma<Geo<D>::
 #pragma unroll
             for (int r = 0; r < L::kD_regs; ++r) {
                 const int h = d_half(r);
-                const float q = __fmul_rn(e2m1_grid(ps.scaled(p[nt][r], h)), ps.value[h]);
+                const float q = ps.requantized(p[nt][r], h);
                 p[nt][r] = q;
                 lsum[h] = __fadd_rn(lsum[h], q);
             }
