@@ -32,16 +32,25 @@
 #include "attention/attn_bf16.cuh"
 #include "attention/wgmma_bf16.cuh"
 
-#define ATTN_LAUNCH_BOUNDS __launch_bounds__(384, 1)
+// Consumer warpgroups per CTA (64 query rows each): 2, or 3 for a 192-row tile (the host
+// reads ATTN_WG_CONSUMERS from its defines and launches 16·ATTN_WARPS rows, 128·(C+1) threads).
+#ifndef ATTN_WG_CONSUMERS
+#define ATTN_WG_CONSUMERS 2
+#endif
+#define ATTN_LAUNCH_BOUNDS __launch_bounds__(128 * (ATTN_WG_CONSUMERS + 1), 1)
 #define ATTN_BODY attn::attention_wgmma
 
 namespace attn {
 namespace wg {
 
-constexpr int CONSUMERS = 2;                   // consumer warpgroups, 64 query rows each
+constexpr int CONSUMERS = ATTN_WG_CONSUMERS;
 constexpr int THREADS = 128 * (CONSUMERS + 1);  // and one producer warpgroup
-static_assert(BR == 64 * CONSUMERS, "the host launches BR = 16·ATTN_WARPS = 128 query rows per CTA");
+static_assert(BR == 64 * CONSUMERS, "the host launches BR = 16·ATTN_WARPS = 64·CONSUMERS query rows per CTA");
 
+// Tile j's S issued together with tile j-1's P·V (two P register buffers).
+#ifndef ATTN_WG_OVERLAP
+#define ATTN_WG_OVERLAP (ATTN_WG_CONSUMERS == 2)
+#endif
 #ifndef ATTN_PRODUCER_REGS
 #define ATTN_PRODUCER_REGS 72
 #endif
@@ -452,6 +461,30 @@ __device__ __forceinline__ void consume(const unsigned char* q_tile, const unsig
         fence_regs(o);
         bar_arrive(bar_empty((tiles - 1) % STAGES), THREADS);
     };
+#if !ATTN_WG_OVERLAP
+    // Without the overlap (three consumer warpgroups have registers for one P buffer only):
+    // each tile's P·V right after its softmax; the other warpgroups keep the tensor cores busy.
+    for (int j = 1; j < tiles; ++j) {
+        step_descs<BC>(dv, k_addr(j - 1) + Geo<D>::K_BYTES);
+        wgmma_fence();
+        issue_pv<D>(o, a, dv);
+        wgmma_wait<0>();
+        fence_regs(o);
+        bar_arrive(bar_empty((j - 1) % STAGES), THREADS);
+        bar_sync(bar_full(j % STAGES), THREADS);
+        step_descs<D>(dk, k_addr(j));
+        wgmma_fence();
+        issue_s<D>(sacc, dq, dk);
+        wgmma_wait<0>();
+        fence_regs(sacc);
+        softmax_to_p<D, FMT>(sacc, st, c, edge(j * BC), j * BC, q0, Sk, causal, lane, a, alpha);
+        if (__any_sync(0xffffffffu, alpha[0] != 1.0f || alpha[1] != 1.0f)) {
+#pragma unroll
+            for (int i = 0; i < WO::regs; ++i) o[i] = __fmul_rn(o[i], alpha[d_half(i % L::kD_regs)]);
+        }
+    }
+    finish(a);
+#else
     u32 a2[BC / 16][L::kA_regs];
     int j = 1;
     for (; j + 1 < tiles; j += 2) {
@@ -464,6 +497,7 @@ __device__ __forceinline__ void consume(const unsigned char* q_tile, const unsig
     } else {
         finish(a);
     }
+#endif
 
     // O / l times V's tensor scale (and 2^7 per NVFP4 operand scaling), f32 out [bh][Sq][D].
 #pragma unroll
@@ -501,7 +535,7 @@ __device__ void attention_wgmma(const u8* __restrict__ q_data, const u8* __restr
     const int tiles = (key_end + BC - 1) / BC;
 
     // Registers move from the producer (decode needs few) to the consumers (S, P and O
-    // accumulators): 128·PRODUCER_REGS + 256·CONSUMER_REGS <= 64K.
+    // accumulators): 128·PRODUCER_REGS + 128·CONSUMERS·CONSUMER_REGS <= 64K.
     if (wgi == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(PRODUCER_REGS));
         produce<D, FMT>(stages, k_data + at.k_data, k_scale + at.k_scale, v_data + at.v_data, v_scale + at.v_scale, tiles,

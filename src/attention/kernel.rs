@@ -115,11 +115,11 @@ impl KernelPath {
         Ok(())
     }
 
-    /// Threads per CTA: 16 query rows a warp, or for wgmma one producer and two consumer
-    /// warpgroups.
+    /// Threads per CTA: 16 query rows a warp, or for wgmma one producer and (by default) two
+    /// consumer warpgroups.
     pub fn threads(self) -> usize {
         match self {
-            KernelPath::Wgmma => 384,
+            KernelPath::Wgmma => 128 * (wgmma_consumers() + 1),
             _ => 32 * warps(),
         }
     }
@@ -129,11 +129,11 @@ impl KernelPath {
         16 * self.warps_macro()
     }
 
-    /// The `ATTN_WARPS` the source is compiled with: the wgmma body's two consumer warpgroups
-    /// are fixed at 128 query rows.
+    /// The `ATTN_WARPS` the source is compiled with: the wgmma body's consumer warpgroups have
+    /// 64 query rows each.
     fn warps_macro(self) -> usize {
         match self {
-            KernelPath::Wgmma => 8,
+            KernelPath::Wgmma => 4 * wgmma_consumers(),
             _ => warps(),
         }
     }
@@ -145,7 +145,7 @@ impl KernelPath {
         match self {
             KernelPath::Wgmma => {
                 let keys = if head_dim == 64 { 128 } else { 64 };
-                let (q, stage) = (128 * head_dim * 2, 2 * keys * head_dim * 2);
+                let (q, stage) = (self.rows_per_cta() * head_dim * 2, 2 * keys * head_dim * 2);
                 q + wgmma_stages() * stage
             }
             _ => 0,
@@ -217,16 +217,22 @@ pub fn warps() -> usize {
         .unwrap_or(8)
 }
 
-/// The wgmma body's ring of key tiles: `ATTN_STAGES` in attn_wgmma.cuh, 3 unless an
-/// experiment sets it through `FP4PROBE_ATTN_DEFINES` (ATTN_STAGES=N).
+/// A numeric macro an experiment sets through `FP4PROBE_ATTN_DEFINES` (NAME=N), if any: the
+/// host must agree with the kernel on the ones that shape the launch.
+fn experiment_define(name: &str) -> Option<usize> {
+    let defs = std::env::var("FP4PROBE_ATTN_DEFINES").ok()?;
+    defs.split_whitespace()
+        .find_map(|d| d.strip_prefix(name)?.strip_prefix('=')?.parse().ok())
+}
+
+/// The wgmma body's ring of key tiles (`ATTN_STAGES` in attn_wgmma.cuh, default 3).
 fn wgmma_stages() -> usize {
-    std::env::var("FP4PROBE_ATTN_DEFINES")
-        .ok()
-        .and_then(|defs| {
-            defs.split_whitespace()
-                .find_map(|d| d.strip_prefix("ATTN_STAGES=")?.parse().ok())
-        })
-        .unwrap_or(3)
+    experiment_define("ATTN_STAGES").unwrap_or(3)
+}
+
+/// The wgmma body's consumer warpgroups, 64 query rows each (`ATTN_WG_CONSUMERS`, default 2).
+fn wgmma_consumers() -> usize {
+    experiment_define("ATTN_WG_CONSUMERS").unwrap_or(2)
 }
 
 /// `attn_nvfp4_d128`: the entry point for an input format and head dimension.
