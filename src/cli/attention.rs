@@ -37,7 +37,7 @@ pub enum Inputs {
 /// attention on the unquantized inputs. --suite runs the whole validation set and fails on any
 /// miss; --bench times the kernel (median of --repeats CUDA-event-timed launches after warm-up)
 /// over --seqs × --head-dims × causal, writing CSV rows `fp4-prequant-nvfp4` and
-/// `fp4-prequant-mxfp4`.
+/// `fp4-prequant-mxfp4` (with `-<path>` appended when --path is not the device's default).
 #[derive(clap::Args, Debug)]
 #[command(after_help = "Examples:
   fp4probe attention --seq-q 77 --seq-k 133 --head-dim 128 --causal --inputs gaussian
@@ -442,8 +442,16 @@ fn time_work(
 
 fn bench(a: &Args, kernel: &AttentionKernel) -> Result<ExitCode> {
     let mut csv = String::from("impl,batch,heads,seq,head_dim,causal,ms,tflops\n");
+    let major = kernel.backend().compute_capability().0;
     for &d in &a.head_dims {
         kernel.path().check_head_dim(d)?;
+        // Rows of the device's default kernel are `fp4-prequant-nvfp4`; another path's rows say
+        // which (`fp4-prequant-nvfp4-bf16`), so one CSV can hold both.
+        let label = if kernel.path() == KernelPath::for_device(major, d) {
+            String::new()
+        } else {
+            format!("-{}", kernel.path().name())
+        };
         for &format in kernel.path().formats() {
             eprintln!(
                 "{}: {}",
@@ -473,7 +481,7 @@ fn bench(a: &Args, kernel: &AttentionKernel) -> Result<ExitCode> {
                 let ms = time_work(kernel, a.warmup, a.repeats, || fly.enqueue(&quant, kernel))?;
                 let tflops = fly.shape.flops() / ms / 1e9;
                 let row = format!(
-                    "fp4-onthefly-nvfp4,1,{},{seq},{d},{causal},{ms:.4},{tflops:.1}",
+                    "fp4-onthefly-nvfp4{label},1,{},{seq},{d},{causal},{ms:.4},{tflops:.1}",
                     a.bench_heads
                 );
                 eprintln!("{row}");
@@ -488,7 +496,7 @@ fn bench(a: &Args, kernel: &AttentionKernel) -> Result<ExitCode> {
                     let ms = time_work(kernel, a.warmup, a.repeats, || kernel.enqueue(&dev))?;
                     let tflops = dev.shape.flops() / ms / 1e9;
                     let row = format!(
-                        "fp4-prequant-{},1,{},{seq},{d},{causal},{ms:.4},{tflops:.1}",
+                        "fp4-prequant-{}{label},1,{},{seq},{d},{causal},{ms:.4},{tflops:.1}",
                         format.name(),
                         a.bench_heads
                     );

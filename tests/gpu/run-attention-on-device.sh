@@ -1,46 +1,73 @@
 #!/usr/bin/env bash
-# Issue #6 on a lent GPU, one device call (no cargo there; fp4probe carried in .dev/bin).
-# Validation suite (kernel vs the CPU references), compute-sanitizer, the kernel benchmark and
-# PyTorch SDPA (flash, cuDNN) side by side, merged into attention-bench.csv. Results in $OUT,
-# with everything (logs included) also packed into $OUT/attention-run.tgz: the device tool
-# returns only a few files per call.
+# Issue #6 on a lent GPU (no cargo there; fp4probe and the attention_kernel test binary carried
+# in .dev/bin). Two halves, each fitting one device call:
+#   validate  the suites of every path this GPU runs (wgmma and bf16 natively, the sm_120a
+#             kernels through their software MMA), compute-sanitizer on each, and the kernels
+#             compiled by this machine's NVRTC (SASS checked)
+#   bench     the default kernel (wgmma on an H100) and the bf16 path, PyTorch SDPA (flash,
+#             cuDNN) side by side, merged into attention-bench.csv; head_dim 256 separately;
+#             an ncu instruction-mix and stall profile of the wgmma kernel
+# Results in $OUT, everything also packed into $OUT/attention-<mode>.tgz (the device tool
+# returns only a few files per call).
 set -uo pipefail
+MODE=${1:-all}
 B=.dev/bin
 OUT=${OUT:-/tmp/fp4probe-out}
 mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv
-echo "== validation suite"
-$B/fp4probe attention --suite 2>&1 | tee "$OUT/attention-suite.md"; echo "suite rc=${PIPESTATUS[0]}"
-echo "== the sm_120a block-scale kernel, its MMA replaced by the software model (block-scale-emulated)"
-# (block-scale: m16n8k64 kind::mxf4nvf4; block-scale-k32: m16n8k32 kind::mxf8f6f4, MXFP4 only)
-for p in block-scale block-scale-k32; do
-  $B/fp4probe attention --suite --path $p-emulated 2>&1 | tee "$OUT/attention-suite-$p-emulated.md"; echo "$p-emulated suite rc=${PIPESTATUS[0]}"
-  for tool in memcheck racecheck synccheck; do
-    compute-sanitizer --tool $tool --error-exitcode 9 $B/fp4probe attention --path $p-emulated --format mxfp4 --heads 1 --seq-q 77 --seq-k 133 --causal \
-      2>&1 | grep -E "SUMMARY|vs CPU" | head -2; echo "$p-emulated $tool rc=${PIPESTATUS[0]}"
+
+validate() {
+  for p in wgmma bf16 block-scale-emulated block-scale-k32-emulated; do
+    echo "== validation suite, --path $p"
+    $B/fp4probe attention --suite --path $p > "$OUT/attention-suite-$p.md" 2>&1; rc=$?
+    echo "$p suite rc=$rc: $(grep -c '| pass |' "$OUT/attention-suite-$p.md") pass, $(grep -c '| FAIL |' "$OUT/attention-suite-$p.md") fail, $(grep -c 'skipped' "$OUT/attention-suite-$p.md") skipped"
+    grep -E "FAIL|rror" "$OUT/attention-suite-$p.md" | head -5
+    for tool in memcheck racecheck synccheck; do
+      compute-sanitizer --tool $tool --error-exitcode 9 $B/fp4probe attention --path $p --format mxfp4 --heads 1 --seq-q 77 --seq-k 133 --causal \
+        2>&1 | grep -E "SUMMARY|vs CPU" | head -2; echo "$p $tool rc=${PIPESTATUS[0]}"
+    done
   done
-done
-if [ -x $B/attention_kernel ]; then
-  echo "== the kernels compiled by this machine's NVRTC (bf16 for sm_90 and sm_120a, both block-scale paths for sm_120a; SASS checked)"
-  $B/attention_kernel --nocapture 2>&1 | grep -E "NVRTC|test |result"
-fi
-echo "== compute-sanitizer"
-for tool in memcheck racecheck synccheck; do
-  compute-sanitizer --tool $tool --error-exitcode 9 $B/fp4probe attention --heads 1 --seq-q 77 --seq-k 133 --causal \
-    2>&1 | grep -E "SUMMARY|vs CPU" | head -2; echo "$tool rc=${PIPESTATUS[0]}"
-done
-echo "== benchmark"
-$B/fp4probe attention --bench --csv "$OUT/fp4.csv" 2>"$OUT/attention-bench.log"; echo "bench rc=$?"
-grep -E "registers" "$OUT/attention-bench.log"
-python3 tests/gpu/attention_bench_sdpa.py bench --csv "$OUT/sdpa.csv" 2>"$OUT/sdpa.log" | tail -3; echo "sdpa rc=$?"
-python3 tests/gpu/attention_bench_sdpa.py merge --csv "$OUT/sdpa.csv" --csv "$OUT/fp4.csv" \
-  --out "$OUT/attention-bench.csv" --markdown "$OUT/attention-bench.md"
-cat "$OUT/attention-bench.md"
-echo "== head_dim 256 (separate files: attention-bench.csv keeps the issue's d = 64/128 shapes)"
-$B/fp4probe attention --bench --head-dims 256 --seqs 1024 --seqs 4096 --seqs 16384 --csv "$OUT/fp4-d256.csv" 2>"$OUT/fp4-d256.log"; echo "fp4 d256 rc=$?"
-python3 tests/gpu/attention_bench_sdpa.py bench --shapes 1x32x1024x256 1x32x4096x256 1x32x16384x256 \
-  --csv "$OUT/sdpa-d256.csv" 2>"$OUT/sdpa-d256.log" | tail -2; echo "sdpa d256 rc=$?"
-python3 tests/gpu/attention_bench_sdpa.py merge --csv "$OUT/sdpa-d256.csv" --csv "$OUT/fp4-d256.csv" \
-  --out "$OUT/attention-bench-d256.csv" --markdown "$OUT/attention-bench-d256.md"
-cat "$OUT/attention-bench-d256.md"
-tar czf /tmp/attention-run.tgz -C "$OUT" . && mv /tmp/attention-run.tgz "$OUT/"
+  if [ -x $B/attention_kernel ]; then
+    echo "== the kernels compiled by this machine's NVRTC (SASS checked; wgmma not serialized by this ptxas)"
+    $B/attention_kernel --nocapture 2>&1 | grep -E "NVRTC|test |result|serialized"
+  fi
+}
+
+bench() {
+  echo "== benchmark: default kernel (B=1, H=32, S = 1k/4k/16k, d = 64/128, causal and not)"
+  $B/fp4probe attention --bench --csv "$OUT/fp4.csv" 2>"$OUT/attention-bench.log"; echo "bench rc=$?"
+  grep -E "kernel path|registers" "$OUT/attention-bench.log"
+  echo "== benchmark: --path bf16 (mma.sync), same shapes"
+  $B/fp4probe attention --bench --path bf16 --csv "$OUT/fp4-bf16.csv" 2>"$OUT/attention-bench-bf16.log"; echo "bench bf16 rc=$?"
+  grep -E "registers" "$OUT/attention-bench-bf16.log"
+  python3 tests/gpu/attention_bench_sdpa.py bench --csv "$OUT/sdpa.csv" 2>"$OUT/sdpa.log" | tail -3; echo "sdpa rc=$?"
+  python3 tests/gpu/attention_bench_sdpa.py merge --csv "$OUT/sdpa.csv" --csv "$OUT/fp4.csv" --csv "$OUT/fp4-bf16.csv" \
+    --out "$OUT/attention-bench.csv" --markdown "$OUT/attention-bench.md"
+  cat "$OUT/attention-bench.md"
+  echo "== head_dim 256 (bf16 path: the wgmma body runs d <= 128; separate files)"
+  $B/fp4probe attention --bench --path bf16 --head-dims 256 --seqs 1024,4096,16384 --csv "$OUT/fp4-d256.csv" 2>"$OUT/fp4-d256.log"; echo "fp4 d256 rc=$?"
+  python3 tests/gpu/attention_bench_sdpa.py bench --shapes 1x32x1024x256 1x32x4096x256 1x32x16384x256 \
+    --csv "$OUT/sdpa-d256.csv" 2>"$OUT/sdpa-d256.log" | tail -2; echo "sdpa d256 rc=$?"
+  python3 tests/gpu/attention_bench_sdpa.py merge --csv "$OUT/sdpa-d256.csv" --csv "$OUT/fp4-d256.csv" \
+    --out "$OUT/attention-bench-d256.csv" --markdown "$OUT/attention-bench-d256.md"
+  cat "$OUT/attention-bench-d256.md"
+  echo "== ncu: the wgmma kernel, NVFP4, S = 4096, d = 128 (third launch: after warm-up)"
+  ncu --clock-control none -k regex:attn_nvfp4_d128 --launch-skip 2 --launch-count 1 \
+    --section SpeedOfLight --section WarpStateStats --section SchedulerStats --section SourceCounters \
+    -o "$OUT/wgmma-d128-s4096" $B/fp4probe attention --bench --seqs 4096 --head-dims 128 --repeats 2 --warmup 1 \
+    > "$OUT/ncu.log" 2>&1; echo "ncu rc=$?"
+  ncu -i "$OUT/wgmma-d128-s4096.ncu-rep" --page details > "$OUT/ncu-wgmma-d128-s4096.txt" 2>&1
+  ncu -i "$OUT/wgmma-d128-s4096.ncu-rep" --page source --csv --print-source sass > "$OUT/source.csv" 2>&1
+  python3 tests/gpu/ncu_source_mix.py "$OUT/source.csv" --elements $((32 * 4096 * 4096)) > "$OUT/wgmma-instruction-mix.md"
+  grep -E "Duration|Issue Slots Busy|Executed Ipc Active|Eligible Warps|Warp Cycles Per Issued" "$OUT/ncu-wgmma-d128-s4096.txt"
+  cat "$OUT/wgmma-instruction-mix.md"
+  rm -f "$OUT/source.csv" "$OUT/wgmma-d128-s4096.ncu-rep"
+}
+
+case "$MODE" in
+  validate) validate ;;
+  bench) bench ;;
+  all) validate; bench ;;
+  *) echo "usage: $0 [validate|bench|all]" >&2; exit 2 ;;
+esac
+tar czf "/tmp/attention-$MODE.tgz" -C "$OUT" . && mv "/tmp/attention-$MODE.tgz" "$OUT/"
