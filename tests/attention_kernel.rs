@@ -4,7 +4,7 @@
 //! (no tensor-core instruction at all). Without libnvrtc (and CI unset) the tests print a note
 //! and pass.
 
-use fp4probe::attention::kernel::{KernelPath, compile, entry};
+use fp4probe::attention::kernel::{KernelPath, compile, compile_variant, entry};
 use fp4probe::tools;
 
 #[path = "support/nvrtc.rs"]
@@ -120,14 +120,18 @@ fn wgmma_kernel_runs_both_products_on_hgmma_for_sm90a() {
         return;
     }
     let listing = sass_of(KernelPath::Wgmma, "sm_90a");
-    let cubin = compile(KernelPath::Wgmma, "sm_90a").unwrap_or_else(|e| panic!("wgmma: {e:#}"));
-    // ptxas says so when it has to serialize wgmma (a register it cannot keep in flight):
-    // then the asynchronous MMA would not overlap anything.
-    assert!(
-        !cubin.log.contains("serialized"),
-        "ptxas serialized the wgmma: {}",
-        cubin.log
-    );
+    // Both variants (two and three consumer warpgroups). ptxas says so when it has to
+    // serialize wgmma (a register it cannot keep in flight): then the asynchronous MMA would
+    // not overlap anything.
+    for variant in KernelPath::Wgmma.variants() {
+        let cubin =
+            compile_variant(variant, "sm_90a").unwrap_or_else(|e| panic!("{variant:?}: {e:#}"));
+        assert!(
+            !cubin.log.contains("serialized"),
+            "{variant:?}: ptxas serialized the wgmma: {}",
+            cubin.log
+        );
+    }
     let Some(listing) = listing else {
         return;
     };

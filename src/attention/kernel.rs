@@ -115,40 +115,19 @@ impl KernelPath {
         Ok(())
     }
 
-    /// Threads per CTA: 16 query rows a warp, or for wgmma one producer and (by default) two
-    /// consumer warpgroups.
-    pub fn threads(self) -> usize {
-        match self {
-            KernelPath::Wgmma => 128 * (wgmma_consumers() + 1),
-            _ => 32 * warps(),
-        }
-    }
-
-    /// Query rows per CTA (`BR` in attn_common.cuh, from `ATTN_WARPS`).
-    pub fn rows_per_cta(self) -> usize {
-        16 * self.warps_macro()
-    }
-
-    /// The `ATTN_WARPS` the source is compiled with: the wgmma body's consumer warpgroups have
-    /// 64 query rows each.
-    fn warps_macro(self) -> usize {
-        match self {
-            KernelPath::Wgmma => 4 * wgmma_consumers(),
-            _ => warps(),
-        }
-    }
-
-    /// Dynamic shared memory per CTA: the wgmma body's decoded Q tile and its ring of
-    /// `ATTN_STAGES` decoded K and Vᵀ tiles (`Geo<D>::SMEM` in attn_wgmma.cuh, which traps if
-    /// given less); the other bodies use static shared memory only.
-    pub fn dynamic_smem(self, head_dim: usize) -> usize {
-        match self {
-            KernelPath::Wgmma => {
-                let keys = if head_dim == 64 { 128 } else { 64 };
-                let (q, stage) = (self.rows_per_cta() * head_dim * 2, 2 * keys * head_dim * 2);
-                q + wgmma_stages() * stage
-            }
-            _ => 0,
+    /// The forms `load_path` compiles: the wgmma body with two consumer warpgroups (128 query
+    /// rows a CTA) and with three (192 rows, fewer decodes per score but coarser waves of
+    /// CTAs; `Variant::pick` chooses per launch), unless an experiment fixes the count
+    /// (`ATTN_WG_CONSUMERS`); every other path has one form.
+    pub fn variants(self) -> Vec<Variant> {
+        let one = |consumers| Variant {
+            path: self,
+            consumers,
+        };
+        match (self, experiment_define("ATTN_WG_CONSUMERS")) {
+            (KernelPath::Wgmma, Some(c)) => vec![one(c)],
+            (KernelPath::Wgmma, None) => vec![one(2), one(3)],
+            _ => vec![one(0)],
         }
     }
 
@@ -217,6 +196,93 @@ pub fn warps() -> usize {
         .unwrap_or(8)
 }
 
+/// One compiled form of a path: for the wgmma body, its number of consumer warpgroups (64
+/// query rows each; 0 for the other bodies).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Variant {
+    pub path: KernelPath,
+    pub consumers: usize,
+}
+
+/// Three consumer warpgroups against two, per CTA-row of work, measured A/B in one run on the
+/// H100 (S = 16384, d = 128, where both fill their last wave: NVFP4 291.8 against 268.4
+/// TFLOP/s, MXFP4 341.2 against 309.8): each K/V tile is decoded once for 192 rows instead of
+/// 128.
+const THREE_CONSUMER_GAIN: f64 = 1.09;
+
+impl Variant {
+    /// Threads per CTA: 16 query rows a warp, or for wgmma one producer and the consumer
+    /// warpgroups.
+    pub fn threads(self) -> usize {
+        match self.path {
+            KernelPath::Wgmma => 128 * (self.consumers + 1),
+            _ => 32 * warps(),
+        }
+    }
+
+    /// Query rows per CTA (`BR` in attn_common.cuh, from `ATTN_WARPS`).
+    pub fn rows_per_cta(self) -> usize {
+        16 * self.warps_macro()
+    }
+
+    /// The `ATTN_WARPS` the source is compiled with.
+    fn warps_macro(self) -> usize {
+        match self.path {
+            KernelPath::Wgmma => 4 * self.consumers,
+            _ => warps(),
+        }
+    }
+
+    /// Dynamic shared memory per CTA: the wgmma body's decoded Q tile and its ring of
+    /// `ATTN_STAGES` decoded K and Vᵀ tiles (`Geo<D>::SMEM` in attn_wgmma.cuh, which traps if
+    /// given less); the other bodies use static shared memory only.
+    pub fn dynamic_smem(self, head_dim: usize) -> usize {
+        match self.path {
+            KernelPath::Wgmma => {
+                let keys = if head_dim == 64 { 128 } else { 64 };
+                let (q, stage) = (self.rows_per_cta() * head_dim * 2, 2 * keys * head_dim * 2);
+                q + wgmma_stages() * stage
+            }
+            _ => 0,
+        }
+    }
+
+    /// The macros beyond the path's: the launch geometry.
+    fn defines(self) -> Vec<String> {
+        let mut d = vec![format!("ATTN_WARPS={}", self.warps_macro())];
+        if self.path == KernelPath::Wgmma {
+            d.push(format!("ATTN_WG_CONSUMERS={}", self.consumers));
+        }
+        d
+    }
+
+    /// The share of the CTAs' rows that is work, for `rows` query rows per head and `bh`
+    /// heads on `sms` multiprocessors, one CTA each at a time: the last wave and the last row
+    /// block of a head are partly idle.
+    fn wave_efficiency(self, rows: usize, bh: usize, sms: usize) -> f64 {
+        let ctas = rows.div_ceil(self.rows_per_cta()) * bh;
+        let waves = ctas.div_ceil(sms.max(1));
+        (rows * bh) as f64 / (waves * sms.max(1) * self.rows_per_cta()) as f64
+    }
+
+    /// Of `variants`, the one expected fastest for `rows` query rows per head and `bh` heads:
+    /// the wave efficiency, times THREE_CONSUMER_GAIN for three consumer warpgroups.
+    pub fn pick(variants: &[Variant], rows: usize, bh: usize, sms: usize) -> Variant {
+        let score = |v: &Variant| {
+            let gain = if v.consumers == 3 {
+                THREE_CONSUMER_GAIN
+            } else {
+                1.0
+            };
+            v.wave_efficiency(rows, bh, sms) * gain
+        };
+        *variants
+            .iter()
+            .max_by(|a, b| score(a).total_cmp(&score(b)))
+            .expect("a path has at least one variant")
+    }
+}
+
 /// A numeric macro an experiment sets through `FP4PROBE_ATTN_DEFINES` (NAME=N), if any: the
 /// host must agree with the kernel on the ones that shape the launch.
 fn experiment_define(name: &str) -> Option<usize> {
@@ -230,11 +296,6 @@ fn wgmma_stages() -> usize {
     experiment_define("ATTN_STAGES").unwrap_or(3)
 }
 
-/// The wgmma body's consumer warpgroups, 64 query rows each (`ATTN_WG_CONSUMERS`, default 2).
-fn wgmma_consumers() -> usize {
-    experiment_define("ATTN_WG_CONSUMERS").unwrap_or(2)
-}
-
 /// `attn_nvfp4_d128`: the entry point for an input format and head dimension.
 pub fn entry(format: Format, head_dim: usize) -> String {
     format!("attn_{}_d{head_dim}", format.name())
@@ -243,8 +304,15 @@ pub fn entry(format: Format, head_dim: usize) -> String {
 /// The kernel source, relative to `kernels/`: both paths' bodies, selected by macros.
 pub const SOURCE: &str = "attention/attn_fp4.cu";
 
-/// Compile `path`'s kernel for `arch` (`sm_90`, `sm_120a`, ...), headers from `kernels/`.
+/// Compile `path`'s kernel for `arch` (`sm_90`, `sm_120a`, ...), headers from `kernels/`: its
+/// first variant.
 pub fn compile(path: KernelPath, arch: &str) -> Result<nvrtc::Compiled> {
+    compile_variant(path.variants()[0], arch)
+}
+
+/// Compile one variant of a path's kernel for `arch`.
+pub fn compile_variant(variant: Variant, arch: &str) -> Result<nvrtc::Compiled> {
+    let path = variant.path;
     let dir = kernels_dir();
     let file = dir.join(SOURCE);
     let src = std::fs::read_to_string(&file)
@@ -253,13 +321,17 @@ pub fn compile(path: KernelPath, arch: &str) -> Result<nvrtc::Compiled> {
         format!("--gpu-architecture={arch}"),
         "-std=c++17".to_string(),
         format!("--include-path={}", dir.display()),
-        format!("-DATTN_WARPS={}", path.warps_macro()),
     ];
+    options.extend(variant.defines().iter().map(|d| format!("-D{d}")));
     options.extend(path.defines().iter().map(|d| format!("-D{d}")));
     // Tuning experiments: extra macros for the kernel source, space-separated (NAME or
     // NAME=VALUE), e.g. FP4PROBE_ATTN_DEFINES=ATTN_DECODE_LUT.
     if let Ok(defs) = std::env::var("FP4PROBE_ATTN_DEFINES") {
-        options.extend(defs.split_whitespace().map(|d| format!("-D{d}")));
+        options.extend(
+            defs.split_whitespace()
+                .filter(|d| !d.starts_with("ATTN_WG_CONSUMERS=")) // already in variant.defines()
+                .map(|d| format!("-D{d}")),
+        );
     }
     nvrtc::compile(&src, SOURCE, &options, Output::Cubin)
 }
@@ -277,7 +349,10 @@ const PRE_PASSES: [&str; 5] = [
 pub struct AttentionKernel<'a> {
     backend: &'a CudaBackend,
     path: KernelPath,
-    module: PtxModule,
+    /// Each variant of the path with its module (`KernelPath::variants`).
+    modules: Vec<(Variant, PtxModule)>,
+    /// Multiprocessors, for `Variant::pick`.
+    sms: usize,
     /// The on-the-fly path's pre-passes, by name (`transpose_pad_16bit`, `smooth_k_bf16`, ...).
     pre_passes: Vec<(&'static str, sys::CUfunction)>,
 }
@@ -335,33 +410,62 @@ impl<'a> AttentionKernel<'a> {
     pub fn load_path(backend: &'a CudaBackend, path: KernelPath) -> Result<Self> {
         let (major, minor) = backend.compute_capability();
         let arch = path.arch(major, minor)?;
-        let image = compile(path, &arch)
-            .with_context(|| format!("compiling kernels/{SOURCE} ({}) for {arch}", path.body()))?;
-        let module = backend.load_cubin(&image.image)?;
-        for &format in path.formats() {
-            for &d in path.head_dims() {
-                let smem = path.dynamic_smem(d);
-                if smem > 0 {
-                    let f = module.function(&entry(format, d))?;
-                    // SAFETY: `f` belongs to `module`, just loaded into the backend's context.
-                    unsafe { backend.set_max_dynamic_smem(f, smem as u32)? };
+        let mut modules = Vec::new();
+        for variant in path.variants() {
+            let image = compile_variant(variant, &arch).with_context(|| {
+                format!(
+                    "compiling kernels/{SOURCE} ({}, {variant:?}) for {arch}",
+                    path.body()
+                )
+            })?;
+            let module = backend.load_cubin(&image.image)?;
+            for &format in path.formats() {
+                for &d in path.head_dims() {
+                    let smem = variant.dynamic_smem(d);
+                    if smem > 0 {
+                        let f = module.function(&entry(format, d))?;
+                        // SAFETY: `f` belongs to `module`, just loaded into the backend's context.
+                        unsafe { backend.set_max_dynamic_smem(f, smem as u32)? };
+                    }
                 }
             }
+            modules.push((variant, module));
         }
         let pre_passes = PRE_PASSES
             .iter()
-            .map(|&name| Ok((name, module.function(name)?)))
+            .map(|&name| Ok((name, modules[0].1.function(name)?)))
             .collect::<Result<_>>()?;
         Ok(AttentionKernel {
             backend,
             path,
-            module,
+            modules,
+            sms: backend.sm_count()? as usize,
             pre_passes,
         })
     }
 
     pub fn path(&self) -> KernelPath {
         self.path
+    }
+
+    /// The variant a launch of `rows` query rows per head over `bh` heads runs.
+    pub fn variant_for(&self, rows: usize, bh: usize) -> Variant {
+        let variants: Vec<Variant> = self.modules.iter().map(|(v, _)| *v).collect();
+        Variant::pick(&variants, rows, bh, self.sms)
+    }
+
+    /// The variants this kernel holds.
+    pub fn variants(&self) -> impl Iterator<Item = Variant> + '_ {
+        self.modules.iter().map(|(v, _)| *v)
+    }
+
+    fn module_of(&self, variant: Variant) -> &PtxModule {
+        &self
+            .modules
+            .iter()
+            .find(|(v, _)| *v == variant)
+            .expect("variant_for picks one of the loaded variants")
+            .1
     }
 
     fn pre_pass(&self, name: &str) -> Result<sys::CUfunction> {
@@ -390,9 +494,12 @@ impl<'a> AttentionKernel<'a> {
     ) -> Result<()> {
         self.path.check_format(format)?;
         self.path.check_head_dim(s.head_dim)?;
-        let f = self.module.function(&entry(format, s.head_dim))?;
-        let grid_x = s.seq_q.div_ceil(self.path.rows_per_cta());
         let bh = s.batch * s.heads;
+        let variant = self.variant_for(s.seq_q, bh);
+        let f = self
+            .module_of(variant)
+            .function(&entry(format, s.head_dim))?;
+        let grid_x = s.seq_q.div_ceil(variant.rows_per_cta());
         if bh > 65535 {
             bail!("batch × heads = {bh} exceeds the grid's y limit 65535");
         }
@@ -420,8 +527,8 @@ impl<'a> AttentionKernel<'a> {
             self.backend.launch_3d_smem(
                 f,
                 (u(grid_x, "grid")?, bh as u32, 1),
-                (self.path.threads() as u32, 1),
-                self.path.dynamic_smem(s.head_dim) as u32,
+                (variant.threads() as u32, 1),
+                variant.dynamic_smem(s.head_dim) as u32,
                 &args,
             )
         }
@@ -441,18 +548,23 @@ impl<'a> AttentionKernel<'a> {
         self.backend
     }
 
-    /// Registers, spill (local) bytes and shared memory of the entry for `head_dim`.
-    pub fn resources(&self, format: Format, head_dim: usize) -> Result<Resources> {
+    /// Registers, spill (local) bytes and shared memory of `variant`'s entry for `head_dim`.
+    pub fn resources(
+        &self,
+        variant: Variant,
+        format: Format,
+        head_dim: usize,
+    ) -> Result<Resources> {
         use cudarc::driver::sys::CUfunction_attribute as A;
-        let f = self.module.function(&entry(format, head_dim))?;
+        let f = self.module_of(variant).function(&entry(format, head_dim))?;
         // SAFETY: `f` belongs to this module, which is loaded in the backend's context.
         let get = |a| unsafe { self.backend.function_attribute(f, a) };
         Ok(Resources {
             registers: get(A::CU_FUNC_ATTRIBUTE_NUM_REGS)?,
             local_bytes: get(A::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES)?,
             shared_bytes: get(A::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?,
-            dynamic_shared_bytes: self.path.dynamic_smem(head_dim),
-            threads: self.path.threads(),
+            dynamic_shared_bytes: variant.dynamic_smem(head_dim),
+            threads: variant.threads(),
         })
     }
 }
@@ -623,8 +735,14 @@ mod tests {
             .to_string();
         assert!(e.contains("--path bf16") && e.contains("256"), "{e}");
         assert!(KernelPath::Bf16.check_head_dim(256).is_ok());
-        assert_eq!(KernelPath::Wgmma.rows_per_cta(), 128);
-        assert_eq!(KernelPath::Wgmma.dynamic_smem(128), 32768 + 3 * 32768);
+        let [two, three] = KernelPath::Wgmma.variants()[..] else {
+            panic!("wgmma has two variants")
+        };
+        assert_eq!((two.rows_per_cta(), two.threads()), (128, 384));
+        assert_eq!((three.rows_per_cta(), three.threads()), (192, 512));
+        assert_eq!(two.dynamic_smem(128), 32768 + 3 * 32768);
+        assert_eq!(three.dynamic_smem(64), 24576 + 3 * 32768);
+        assert_eq!(KernelPath::Bf16.variants().len(), 1);
         assert_eq!(KernelPath::Bf16.arch(9, 0).unwrap(), "sm_90");
         assert_eq!(KernelPath::BlockScale.arch(12, 0).unwrap(), "sm_120a");
         assert_eq!(KernelPath::BlockScaleEmulated.arch(9, 0).unwrap(), "sm_90");
@@ -650,6 +768,28 @@ mod tests {
         );
         let e = KernelPath::Bf16.arch(8, 6).unwrap_err().to_string();
         assert!(e.contains("sm_90 or later") && e.contains("sm_86"), "{e}");
+    }
+
+    #[test]
+    fn three_consumer_warpgroups_only_where_their_waves_fill() {
+        let v = KernelPath::Wgmma.variants();
+        let pick = |rows, bh| Variant::pick(&v, rows, bh, 132).consumers;
+        // The H100 benchmark shapes (132 SMs, 32 heads): at S = 4096 the 192-row CTAs leave a
+        // third of their last wave idle (measured 2% slower), at S = 16384 they fill it (9%
+        // faster); S = 1024 is two waves either way, half empty with 192 rows.
+        assert_eq!(pick(4096, 32), 2);
+        assert_eq!(pick(16384, 32), 3);
+        assert_eq!(pick(1024, 32), 2);
+        // A single head of 192 rows: two CTAs of 128 on two SMs beat one of 192 on one.
+        assert_eq!(pick(192, 1), 2);
+        // Many heads of 192 rows: one wave of full 192-row CTAs against two of 128.
+        assert_eq!(pick(192, 132), 3);
+        let e = Variant {
+            path: KernelPath::Wgmma,
+            consumers: 2,
+        }
+        .wave_efficiency(4096, 32, 132);
+        assert!((e - 1024.0 / 1056.0).abs() < 1e-12, "{e}");
     }
 
     #[test]

@@ -452,15 +452,30 @@ fn bench(a: &Args, kernel: &AttentionKernel) -> Result<ExitCode> {
         } else {
             format!("-{}", kernel.path().name())
         };
-        for &format in kernel.path().formats() {
-            eprintln!(
-                "{}: {}",
-                crate::attention::kernel::entry(format, d),
-                kernel.resources(format, d)?
-            );
+        for variant in kernel.variants() {
+            for &format in kernel.path().formats() {
+                eprintln!(
+                    "{}{}: {}",
+                    crate::attention::kernel::entry(format, d),
+                    if variant.consumers > 0 {
+                        format!(" ({} consumer warpgroups)", variant.consumers)
+                    } else {
+                        String::new()
+                    },
+                    kernel.resources(variant, format, d)?
+                );
+            }
         }
         for &seq in &a.seqs {
             let shape = AttnShape::new(1, a.bench_heads, seq, seq, d, false)?;
+            let v = kernel.variant_for(seq, a.bench_heads);
+            if v.consumers > 0 {
+                eprintln!(
+                    "S = {seq}: {} consumer warpgroups, {} query rows per CTA",
+                    v.consumers,
+                    v.rows_per_cta()
+                );
+            }
             let (q, k, v) = make_inputs(&shape, Inputs::Gaussian, 7);
             // On the fly: bf16 Q, K, V quantized on the GPU inside the timed region.
             let (bytes, _) = typed_inputs(&shape, 7, InType::Bf16);

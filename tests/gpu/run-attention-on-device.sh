@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Issue #6 on a lent GPU (no cargo there; fp4probe and the attention_kernel test binary carried
 # in .dev/bin). Two halves, each fitting one device call:
-#   validate  the suites of every path this GPU runs (wgmma and bf16 natively, the sm_120a
+#   validate  the suites of every path this GPU runs (wgmma, also with three consumer
+#             warpgroups forced, and bf16 natively, the sm_120a
 #             kernels through their software MMA), compute-sanitizer on each, and the kernels
 #             compiled by this machine's NVRTC (SASS checked)
 #   bench     the default kernel (wgmma on an H100) and the bf16 path, PyTorch SDPA (flash,
@@ -26,6 +27,13 @@ validate() {
       compute-sanitizer --tool $tool --error-exitcode 9 $B/fp4probe attention --path $p --format mxfp4 --heads 1 --seq-q 77 --seq-k 133 --causal \
         2>&1 | grep -E "SUMMARY|vs CPU" | head -2; echo "$p $tool rc=${PIPESTATUS[0]}"
     done
+  done
+  echo "== the wgmma kernel with three consumer warpgroups forced (the default picks it only for large grids)"
+  FP4PROBE_ATTN_DEFINES=ATTN_WG_CONSUMERS=3 $B/fp4probe attention --suite --path wgmma > "$OUT/attention-suite-wgmma-3-consumers.md" 2>&1; rc=$?
+  echo "wgmma (3 consumers) suite rc=$rc: $(grep -c '| pass |' "$OUT/attention-suite-wgmma-3-consumers.md") pass, $(grep -c '| FAIL |' "$OUT/attention-suite-wgmma-3-consumers.md") fail"
+  for tool in memcheck racecheck synccheck; do
+    FP4PROBE_ATTN_DEFINES=ATTN_WG_CONSUMERS=3 compute-sanitizer --tool $tool --error-exitcode 9 $B/fp4probe attention --path wgmma --format nvfp4 --heads 1 --seq-q 250 --seq-k 333 --causal \
+      2>&1 | grep -E "SUMMARY|vs CPU" | head -2; echo "wgmma (3 consumers) $tool rc=${PIPESTATUS[0]}"
   done
   if [ -x $B/attention_kernel ]; then
     echo "== the kernels compiled by this machine's NVRTC (SASS checked; wgmma not serialized by this ptxas)"
