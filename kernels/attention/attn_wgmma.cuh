@@ -369,10 +369,14 @@ __device__ __forceinline__ void softmax_to_p(const float (&sacc)[Wgmma<Geo<D>::B
 // two core matrices (256 bytes) along k. Formed and pinned before the chain's wgmma.fence:
 // ptxas serializes a chain of wgmma when a register one of them reads is written between
 // them.
+// Only the start-address field (bits 0..13, the address / 16) differs between steps, and
+// shared addresses stay below 256 KB, so step i's descriptor is step 0's plus 16·i: one add
+// each instead of forming every descriptor from its address.
 template <int COLS, int STEPS>
 __device__ __forceinline__ void step_descs(u64 (&d)[STEPS], u32 addr) {
+    const u64 d0 = smem_desc<COLS>(addr);
 #pragma unroll
-    for (int i = 0; i < STEPS; ++i) d[i] = smem_desc<COLS>(addr + 256 * i);
+    for (int i = 0; i < STEPS; ++i) d[i] = d0 + (u64)(16 * i);
 #pragma unroll
     for (int i = 0; i < STEPS; ++i) asm volatile("" : "+l"(d[i]));
 }

@@ -204,11 +204,18 @@ pub struct Variant {
     pub consumers: usize,
 }
 
-/// Three consumer warpgroups against two, per CTA-row of work, measured A/B in one run on the
-/// H100 (S = 16384, d = 128, where both fill their last wave: NVFP4 291.8 against 268.4
-/// TFLOP/s, MXFP4 341.2 against 309.8): each K/V tile is decoded once for 192 rows instead of
-/// 128.
-const THREE_CONSUMER_GAIN: f64 = 1.09;
+/// Three consumer warpgroups against two, per CTA-row of work (each K/V tile is decoded once
+/// for 192 rows instead of 128), measured A/B in one run on the H100 at B=1, H=32, S = 4096
+/// and 16384 and divided by the ratio of the wave efficiencies
+/// (reports/sm_90/attention/experiments/consumers-overlap): NVFP4 d = 128 1.18 at both
+/// lengths, MXFP4 d = 128 1.09–1.11; at d = 64 NVFP4 1.03–1.10, MXFP4 1.09–1.12.
+fn three_consumer_gain(format: Format, head_dim: usize) -> f64 {
+    match (format, head_dim) {
+        (Format::Nvfp4, 128) => 1.18,
+        (Format::Nvfp4, _) => 1.06,
+        (Format::Mxfp4, _) => 1.09,
+    }
+}
 
 impl Variant {
     /// Threads per CTA: 16 query rows a warp, or for wgmma one producer and the consumer
@@ -265,12 +272,20 @@ impl Variant {
         (rows * bh) as f64 / (waves * sms.max(1) * self.rows_per_cta()) as f64
     }
 
-    /// Of `variants`, the one expected fastest for `rows` query rows per head and `bh` heads:
-    /// the wave efficiency, times THREE_CONSUMER_GAIN for three consumer warpgroups.
-    pub fn pick(variants: &[Variant], rows: usize, bh: usize, sms: usize) -> Variant {
+    /// Of `variants`, the one expected fastest for `rows` query rows per head and `bh` heads of
+    /// `format` and `head_dim`: the wave efficiency, times `three_consumer_gain` for three
+    /// consumer warpgroups.
+    pub fn pick(
+        variants: &[Variant],
+        rows: usize,
+        bh: usize,
+        sms: usize,
+        format: Format,
+        head_dim: usize,
+    ) -> Variant {
         let score = |v: &Variant| {
             let gain = if v.consumers == 3 {
-                THREE_CONSUMER_GAIN
+                three_consumer_gain(format, head_dim)
             } else {
                 1.0
             };
@@ -449,9 +464,9 @@ impl<'a> AttentionKernel<'a> {
     }
 
     /// The variant a launch of `rows` query rows per head over `bh` heads runs.
-    pub fn variant_for(&self, rows: usize, bh: usize) -> Variant {
+    pub fn variant_for(&self, rows: usize, bh: usize, format: Format, head_dim: usize) -> Variant {
         let variants: Vec<Variant> = self.modules.iter().map(|(v, _)| *v).collect();
-        Variant::pick(&variants, rows, bh, self.sms)
+        Variant::pick(&variants, rows, bh, self.sms, format, head_dim)
     }
 
     /// The variants this kernel holds.
@@ -495,7 +510,7 @@ impl<'a> AttentionKernel<'a> {
         self.path.check_format(format)?;
         self.path.check_head_dim(s.head_dim)?;
         let bh = s.batch * s.heads;
-        let variant = self.variant_for(s.seq_q, bh);
+        let variant = self.variant_for(s.seq_q, bh, format, s.head_dim);
         let f = self
             .module_of(variant)
             .function(&entry(format, s.head_dim))?;
@@ -773,13 +788,19 @@ mod tests {
     #[test]
     fn three_consumer_warpgroups_only_where_their_waves_fill() {
         let v = KernelPath::Wgmma.variants();
-        let pick = |rows, bh| Variant::pick(&v, rows, bh, 132).consumers;
-        // The H100 benchmark shapes (132 SMs, 32 heads): at S = 4096 the 192-row CTAs leave a
-        // third of their last wave idle (measured 2% slower), at S = 16384 they fill it (9%
-        // faster); S = 1024 is two waves either way, half empty with 192 rows.
+        let pick = |rows, bh| Variant::pick(&v, rows, bh, 132, Format::Mxfp4, 128).consumers;
+        let pick_nv = |rows, bh, d| Variant::pick(&v, rows, bh, 132, Format::Nvfp4, d).consumers;
+        // The H100 benchmark shapes (132 SMs, 32 heads), as measured: at S = 4096 the 192-row
+        // CTAs leave a third of their last wave idle, which costs MXFP4 1% and NVFP4 d = 64 2%
+        // but still wins 5% for NVFP4 d = 128; at S = 16384 they fill it (10–20% faster);
+        // S = 1024 is two waves either way, half empty with 192 rows.
         assert_eq!(pick(4096, 32), 2);
+        assert_eq!(pick_nv(4096, 32, 128), 3);
+        assert_eq!(pick_nv(4096, 32, 64), 2);
         assert_eq!(pick(16384, 32), 3);
+        assert_eq!(pick_nv(16384, 32, 128), 3);
         assert_eq!(pick(1024, 32), 2);
+        assert_eq!(pick_nv(1024, 32, 128), 2);
         // A single head of 192 rows: two CTAs of 128 on two SMs beat one of 192 on one.
         assert_eq!(pick(192, 1), 2);
         // Many heads of 192 rows: one wave of full 192-row CTAs against two of 128.

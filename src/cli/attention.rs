@@ -468,13 +468,16 @@ fn bench(a: &Args, kernel: &AttentionKernel) -> Result<ExitCode> {
         }
         for &seq in &a.seqs {
             let shape = AttnShape::new(1, a.bench_heads, seq, seq, d, false)?;
-            let v = kernel.variant_for(seq, a.bench_heads);
-            if v.consumers > 0 {
-                eprintln!(
-                    "S = {seq}: {} consumer warpgroups, {} query rows per CTA",
-                    v.consumers,
-                    v.rows_per_cta()
-                );
+            for &format in kernel.path().formats() {
+                let v = kernel.variant_for(seq, a.bench_heads, format, d);
+                if v.consumers > 0 {
+                    eprintln!(
+                        "S = {seq}, {}: {} consumer warpgroups, {} query rows per CTA",
+                        format.name(),
+                        v.consumers,
+                        v.rows_per_cta()
+                    );
+                }
             }
             let (q, k, v) = make_inputs(&shape, Inputs::Gaussian, 7);
             // On the fly: bf16 Q, K, V quantized on the GPU inside the timed region.
