@@ -1,8 +1,9 @@
-// What the two fused FP4 attention kernel bodies (attn_bf16.cuh: FP4 decoded to bf16 for
-// mma.sync m16n8k16; attn_block_scale.cuh: FP4 straight into the block-scaled mma.sync of
-// sm_120a; both compiled from attn_fp4.cu) share: the launch geometry, the accumulator-layout properties they check, the
-// integer-maximum online softmax and P's requantization (src/attention/reference.rs states
-// the scheme both implement).
+// What the fused FP4 attention kernel bodies (attn_bf16.cuh: FP4 decoded to bf16 for
+// mma.sync m16n8k16; attn_wgmma.cuh: the same on Hopper's wgmma; attn_block_scale.cuh: FP4
+// straight into the block-scaled mma.sync of sm_120a; all compiled from attn_fp4.cu) share:
+// the launch geometry, the accumulator-layout properties they check, the integer-maximum
+// online softmax and P's requantization (src/attention/reference.rs states the scheme they
+// implement).
 #pragma once
 
 #include "generated/fp4probe_common.cuh"

@@ -1,5 +1,5 @@
 // Fused FP4 attention forward, O = softmax(Q·Kᵀ/√d)·V, as `fp4probe attention` compiles it with
-// NVRTC: one source, two targets.
+// NVRTC: one source, three bodies for two targets (sm_90a and sm_120a).
 //   default            attn_bf16.cuh: FP4 decoded to bf16 in registers, mma.sync m16n8k16
 //                      bf16 (sm_90 and later)
 //   ATTN_WGMMA         attn_wgmma.cuh: attn_bf16.cuh's arithmetic on Hopper's warpgroup MMA
@@ -9,7 +9,7 @@
 //                      sm_120a (m16n8k64 kind::mxf4nvf4; with ATTN_MXF8F6F4, m16n8k32
 //                      kind::mxf8f6f4, MXFP4 only; with ATTN_EMULATE_BLOCK_SCALE, a software
 //                      model of the instruction for any sm_90+ GPU)
-// Both read the same operands (src/attention/prequant.rs), export the same entry points with
+// All read the same operands (src/attention/prequant.rs), export the same entry points with
 // the same arguments (src/attention/kernel.rs: enqueue_raw) and compute the same arithmetic
 // (src/attention/reference.rs: reference_quantized); what they share is attn_common.cuh.
 

@@ -3,10 +3,12 @@
 // format) restructured for Hopper's asynchronous warpgroup MMA, as FlashAttention-3 does:
 //   - one producer warpgroup loads the FP4 bytes of K and Vᵀ key tiles and decodes them to
 //     bf16 in shared memory, STAGES tiles ahead, signalling through named barriers;
-//   - two consumer warpgroups (64 query rows each, BR = 128 per CTA) run
-//     wgmma.mma_async m64n{BC}k16 for S = Q·Kᵀ (Q and K from shared memory) and
-//     m64n{D}k16 for O += P·V (P from registers, the requantized S; Vᵀ from shared memory),
-//     with the online softmax and P's requantization in between.
+//   - two or three consumer warpgroups (ATTN_WG_CONSUMERS; 64 query rows each, BR = 128 or
+//     192 per CTA; the host builds both and picks per launch) run wgmma.mma_async
+//     m64n{BC}k16 for S = Q·Kᵀ (Q and K from shared memory) and m64n{D}k16 for O += P·V (P
+//     from registers, the requantized S; Vᵀ from shared memory), with the online softmax and
+//     P's requantization in between; with two, tile j's S and tile j-1's P·V are issued
+//     together and P·V runs during tile j's softmax (ATTN_WG_OVERLAP).
 // Head dimensions 64 and 128 (D = 256 does not fit the accumulators in registers; the host
 // runs it on the bf16 body).
 //
@@ -72,7 +74,8 @@ struct Geo {
     static constexpr int Q_BYTES = BR * D * 2;
     static constexpr int K_BYTES = BC * D * 2, V_BYTES = D * BC * 2;
     static constexpr int STAGE_BYTES = K_BYTES + V_BYTES;
-    // The dynamic shared memory the host gives a CTA (src/attention/kernel.rs: wgmma_smem).
+    // The dynamic shared memory the host gives a CTA (src/attention/kernel.rs:
+    // Variant::dynamic_smem); the kernel traps if given less.
     static constexpr int SMEM = Q_BYTES + STAGES * STAGE_BYTES;
 };
 
@@ -530,8 +533,8 @@ __device__ void attention_wgmma(const u8* __restrict__ q_data, const u8* __restr
     unsigned char* stages = smem + Geo<D>::Q_BYTES;
 
     // The warpgroup index through a shuffle from lane 0, so the compiler knows it is
-    // warp-uniform: the wgmma descriptors built from it then live in uniform registers, which
-    // ptxas needs to keep a chain of wgmma in flight (else it serializes them).
+    // warp-uniform: the wgmma descriptors built from it then live in uniform registers, with
+    // no per-wgmma moves from vector registers.
     const int tid = threadIdx.x, wgi = __shfl_sync(0xffffffffu, tid / 128, 0), t = tid % 128;
     const u64 bh = blockIdx.y;
     const HeadOffsets at = head_offsets<D, FMT>(bh, Sq, Sk, Skp);

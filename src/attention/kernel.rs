@@ -1,7 +1,8 @@
 //! The fused FP4 attention kernels (`kernels/attention/attn_fp4.cu`): compiled with NVRTC for
 //! the device, launched over pre-quantized Q, K, V (`QuantizedQkv`), O read back as f32. One
-//! source, two kernel bodies behind one interface (same entry points, arguments and
-//! arithmetic), chosen by `KernelPath`.
+//! source, three kernel bodies behind one interface (same entry points, arguments and
+//! arithmetic), chosen by `KernelPath`; the wgmma body in two variants (`Variant`), chosen per
+//! launch.
 
 use super::reference::score_scale_log2;
 use super::{AttnShape, QuantizedQkv};
@@ -23,7 +24,7 @@ pub enum KernelPath {
     Bf16,
     /// `attn_wgmma.cuh`: the bf16 path's arithmetic on Hopper's asynchronous warpgroup MMA
     /// (`wgmma.mma_async` m64nNk16 bf16, a producer warpgroup decoding K and V into shared
-    /// memory, two consumer warpgroups); sm_90a, head_dim 64 and 128.
+    /// memory, two or three consumer warpgroups); sm_90a, head_dim 64 and 128.
     Wgmma,
     /// `attn_block_scale.cuh`: FP4 straight into `mma.sync` m16n8k64 `kind::mxf4nvf4`
     /// `block_scale` (sm_120a).
@@ -316,7 +317,7 @@ pub fn entry(format: Format, head_dim: usize) -> String {
     format!("attn_{}_d{head_dim}", format.name())
 }
 
-/// The kernel source, relative to `kernels/`: both paths' bodies, selected by macros.
+/// The kernel source, relative to `kernels/`: every path's body, selected by macros.
 pub const SOURCE: &str = "attention/attn_fp4.cu";
 
 /// Compile `path`'s kernel for `arch` (`sm_90`, `sm_120a`, ...), headers from `kernels/`: its
