@@ -345,37 +345,8 @@ __device__ void attention(const u8* __restrict__ q_data, const u8* __restrict__ 
                 p[nt][r] = ex2(__fsub_rn(p[nt][r], m_use[h]));
             }
 
-        // Requantize P (reference.rs: p_spec): scaled by P_SCALE, in blocks of the input
-        // format's size along the keys (PT n8 tiles) per row, dequantized in place (still
-        // scaled; P_SCALE cancels in O / l).
-        constexpr int PT = B / L::kN;
-        float lsum[2] = {0.0f, 0.0f};
-#pragma unroll
-        for (int blk = 0; blk < NT / PT; ++blk) {
-            float amax[2] = {0.0f, 0.0f};
-#pragma unroll
-            for (int nt = PT * blk; nt < PT * blk + PT; ++nt)
-#pragma unroll
-                for (int r = 0; r < L::kD_regs; ++r) {
-                    p[nt][r] = __fmul_rn(p[nt][r], P_SCALE);
-                    amax[d_half(r)] = fmaxf(amax[d_half(r)], p[nt][r]);
-                }
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                amax[h] = fmaxf(amax[h], __shfl_xor_sync(0xffffffffu, amax[h], 1));
-                amax[h] = fmaxf(amax[h], __shfl_xor_sync(0xffffffffu, amax[h], 2));
-            }
-            const PScale<FMT> ps(amax);
-#pragma unroll
-            for (int nt = PT * blk; nt < PT * blk + PT; ++nt)
-#pragma unroll
-                for (int r = 0; r < L::kD_regs; ++r) {
-                    const int h = d_half(r);
-                    const float q = ps.requantized(p[nt][r], h);
-                    p[nt][r] = q;
-                    lsum[h] = __fadd_rn(lsum[h], q);
-                }
-        }
+        float lsum[2];
+        requantize_p<FMT, DLayout>(p, lsum, [](float e, int) { return e; });
         advance_row_sum(lsum, l_run, alpha);
         rescale_o<DLayout>(o, alpha);
 

@@ -148,6 +148,46 @@ struct PScale {
     }
 };
 
+// P of one key tile requantized in place (reference.rs: p_spec): p holds this lane's NT D
+// tiles of layout DL, and exp2_of(p, row half) is exp2(S - m) of each (the identity when the
+// caller has taken exp2 already; a body may take it here instead, inside the blocks' loop, for
+// its scheduler). Each value is scaled by P_SCALE, requantized in blocks
+// of the input format's size along the keys (B / DL::n tiles) per row and dequantized (still
+// scaled: P_SCALE cancels in O / l); lsum gets this lane's sums of the dequantized values per
+// row half, in the order the reference sums them.
+template <int FMT, class DL, int NT, class Exp2>
+__device__ __forceinline__ void requantize_p(float (&p)[NT][DL::regs], float (&lsum)[2], Exp2 exp2_of) {
+    constexpr int PT = Blk<FMT>::n / DL::n;
+    static_assert(NT % PT == 0, "a key tile holds whole P blocks");
+    lsum[0] = lsum[1] = 0.0f;
+#pragma unroll
+    for (int blk = 0; blk < NT / PT; ++blk) {
+        float amax[2] = {0.0f, 0.0f};
+#pragma unroll
+        for (int nt = PT * blk; nt < PT * blk + PT; ++nt)
+#pragma unroll
+            for (int r = 0; r < DL::regs; ++r) {
+                p[nt][r] = __fmul_rn(exp2_of(p[nt][r], d_half_of<DL>(r)), P_SCALE);
+                amax[d_half_of<DL>(r)] = fmaxf(amax[d_half_of<DL>(r)], p[nt][r]);
+            }
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            amax[h] = fmaxf(amax[h], __shfl_xor_sync(0xffffffffu, amax[h], 1));
+            amax[h] = fmaxf(amax[h], __shfl_xor_sync(0xffffffffu, amax[h], 2));
+        }
+        const PScale<FMT> ps(amax);
+#pragma unroll
+        for (int nt = PT * blk; nt < PT * blk + PT; ++nt)
+#pragma unroll
+            for (int r = 0; r < DL::regs; ++r) {
+                const int h = d_half_of<DL>(r);
+                const float q = ps.requantized(p[nt][r], h);
+                p[nt][r] = q;
+                lsum[h] = __fadd_rn(lsum[h], q);
+            }
+    }
+}
+
 // ---- the online softmax's row state ---------------------------------------------------------
 
 // The tile's row maxima tmax (per row half, this lane's part) reduced over the row's four

@@ -284,7 +284,7 @@ template <int D, int FMT, bool EDGE>
 __device__ __forceinline__ void softmax_to_p_(const float (&sacc)[Wgmma<Geo<D>::BC>::regs], RowState& st, float c,
                                               int key0, int q0, int Sk, int causal, int lane,
                                               u32 (&a)[Geo<D>::BC / 16][L::kA_regs], float (&alpha)[2]) {
-    constexpr int B = Blk<FMT>::n, BC = Geo<D>::BC, NT = BC / L::kN;
+    constexpr int BC = Geo<D>::BC, NT = BC / L::kN;
     float p[NT][L::kD_regs];
     float tmax[2] = {NEG_INF, NEG_INF};
 #pragma unroll
@@ -315,35 +315,8 @@ __device__ __forceinline__ void softmax_to_p_(const float (&sacc)[Wgmma<Geo<D>::
     float m_use[2];
     advance_row_max(tmax, st.m_run, alpha, m_use);
 
-    constexpr int PT = B / L::kN;
-    float lsum[2] = {0.0f, 0.0f};
-#pragma unroll
-    for (int blk = 0; blk < NT / PT; ++blk) {
-        float amax[2] = {0.0f, 0.0f};
-#pragma unroll
-        for (int nt = PT * blk; nt < PT * blk + PT; ++nt)
-#pragma unroll
-            for (int r = 0; r < L::kD_regs; ++r) {
-                const int h = d_half(r);
-                p[nt][r] = __fmul_rn(ex2(__fsub_rn(p[nt][r], m_use[h])), P_SCALE);
-                amax[h] = fmaxf(amax[h], p[nt][r]);
-            }
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            amax[h] = fmaxf(amax[h], __shfl_xor_sync(0xffffffffu, amax[h], 1));
-            amax[h] = fmaxf(amax[h], __shfl_xor_sync(0xffffffffu, amax[h], 2));
-        }
-        const PScale<FMT> ps(amax);
-#pragma unroll
-        for (int nt = PT * blk; nt < PT * blk + PT; ++nt)
-#pragma unroll
-            for (int r = 0; r < L::kD_regs; ++r) {
-                const int h = d_half(r);
-                const float q = ps.requantized(p[nt][r], h);
-                p[nt][r] = q;
-                lsum[h] = __fadd_rn(lsum[h], q);
-            }
-    }
+    float lsum[2];
+    requantize_p<FMT, DLayout>(p, lsum, [&](float v, int h) { return ex2(__fsub_rn(v, m_use[h])); });
     advance_row_sum(lsum, st.l_run, alpha);
 
     // P's D tiles as A registers: k16 step kc = slots 16kc..+15 (Vᵀ's keys in the same slots).
