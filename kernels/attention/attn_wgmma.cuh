@@ -410,6 +410,23 @@ __device__ __forceinline__ void consume(const unsigned char* q_tile, const unsig
     fence_regs(sacc);
     softmax_to_p<D, FMT>(sacc, st, c, edge(0), 0, q0, Sk, causal, lane, a, alpha);  // alpha = 0: O is 0
 
+    // O·alpha, only when some row of the warp has a new maximum (rescale_o's rule, for the
+    // wgmma accumulator's flat register list).
+    auto rescale = [&]() {
+        if (__any_sync(0xffffffffu, alpha[0] != 1.0f || alpha[1] != 1.0f)) {
+#pragma unroll
+            for (int i = 0; i < WO::regs; ++i) o[i] = __fmul_rn(o[i], alpha[d_half(i % L::kD_regs)]);
+        }
+    };
+    // P·V of tile j (P in p_in) on its own, waited for; tile j's stage released.
+    auto pv_alone = [&](int j, u32(&p_in)[BC / 16][L::kA_regs]) {
+        step_descs<BC>(dv, k_addr(j) + Geo<D>::K_BYTES);
+        wgmma_fence();
+        issue_pv<D>(o, p_in, dv);
+        wgmma_wait<0>();
+        fence_regs(o);
+        bar_arrive(bar_empty(j % STAGES), THREADS);
+    };
     // One round: S of tile j and P·V of tile j-1 (P in p_in) issued together, tile j's P into
     // p_out. The loop runs rounds in pairs with the two P buffers swapped, so no P register is
     // copied: a copy into the buffer an in-flight wgmma reads would make ptxas serialize.
@@ -427,30 +444,15 @@ __device__ __forceinline__ void consume(const unsigned char* q_tile, const unsig
         fence_regs(o);
         fence_regs(p_in);
         bar_arrive(bar_empty((j - 1) % STAGES), THREADS);
-        if (__any_sync(0xffffffffu, alpha[0] != 1.0f || alpha[1] != 1.0f)) {
-#pragma unroll
-            for (int i = 0; i < WO::regs; ++i) o[i] = __fmul_rn(o[i], alpha[d_half(i % L::kD_regs)]);
-        }
+        rescale();
     };
     // The last tile's P·V.
-    auto finish = [&](u32(&p_in)[BC / 16][L::kA_regs]) {
-        step_descs<BC>(dv, k_addr(tiles - 1) + Geo<D>::K_BYTES);
-        wgmma_fence();
-        issue_pv<D>(o, p_in, dv);
-        wgmma_wait<0>();
-        fence_regs(o);
-        bar_arrive(bar_empty((tiles - 1) % STAGES), THREADS);
-    };
+    auto finish = [&](u32(&p_in)[BC / 16][L::kA_regs]) { pv_alone(tiles - 1, p_in); };
 #if !ATTN_WG_OVERLAP
     // Without the overlap (three consumer warpgroups have registers for one P buffer only):
     // each tile's P·V right after its softmax; the other warpgroups keep the tensor cores busy.
     for (int j = 1; j < tiles; ++j) {
-        step_descs<BC>(dv, k_addr(j - 1) + Geo<D>::K_BYTES);
-        wgmma_fence();
-        issue_pv<D>(o, a, dv);
-        wgmma_wait<0>();
-        fence_regs(o);
-        bar_arrive(bar_empty((j - 1) % STAGES), THREADS);
+        pv_alone(j - 1, a);
         bar_sync(bar_full(j % STAGES), THREADS);
         step_descs<D>(dk, k_addr(j));
         wgmma_fence();
@@ -458,10 +460,7 @@ __device__ __forceinline__ void consume(const unsigned char* q_tile, const unsig
         wgmma_wait<0>();
         fence_regs(sacc);
         softmax_to_p<D, FMT>(sacc, st, c, edge(j * BC), j * BC, q0, Sk, causal, lane, a, alpha);
-        if (__any_sync(0xffffffffu, alpha[0] != 1.0f || alpha[1] != 1.0f)) {
-#pragma unroll
-            for (int i = 0; i < WO::regs; ++i) o[i] = __fmul_rn(o[i], alpha[d_half(i % L::kD_regs)]);
-        }
+        rescale();
     }
     finish(a);
 #else
