@@ -3,7 +3,8 @@
 //! - the independent vectors of `tests/vectors/quant/` (every case, each in its own input type);
 //! - the CPU reference on random tensors of awkward sizes (tails that leave warps and thread
 //!   blocks partly empty), every MXFP4 mode and both NVFP4 forms, with and without the search,
-//!   from f32, bf16 and f16 inputs, including NaN/Inf blocks and tiny and huge magnitudes.
+//!   from f32, bf16 and f16 inputs, including NaN/Inf blocks and tiny and huge magnitudes;
+//!   two-level NVFP4 also with a given tensor amax (half the tensor's: saturating blocks).
 
 use fp4probe::device::cuda::CudaBackend;
 use fp4probe::quant::cuda::{InType, QuantKernels, encode_input};
@@ -151,6 +152,17 @@ fn kernels_equal_the_cpu_reference_on_awkward_tensors() {
                     let (cpu, _) = quant::quantize(spec, shape, &xf).unwrap();
                     same(&name, &gpu, &cpu);
                     cases += 1;
+                    if spec.two_level() {
+                        // The amax given (half the tensor's, so the largest blocks saturate)
+                        // and its pass skipped.
+                        let given = Some(0.5 * quant::finite_amax(&xf));
+                        let gpu = k
+                            .quantize_with_amax(spec, shape, in_type, &bytes, &xf, given)
+                            .unwrap_or_else(|e| panic!("{name} given amax: {e:#}"));
+                        let (cpu, _) = quant::quantize_with_amax(spec, shape, &xf, given).unwrap();
+                        same(&format!("{name} given amax"), &gpu, &cpu);
+                        cases += 1;
+                    }
                 }
             }
         }

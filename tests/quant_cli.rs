@@ -146,7 +146,8 @@ fn bad_inputs_get_clear_errors_and_leave_the_output_alone() {
     let mut nan = vec![1.0f32; 64];
     nan[40] = f32::NAN;
     let nan_in = save("nan.npy", Tensor::from_f32(vec![2, 32], &nan));
-    let cases: [(&[&str], &str); 4] = [
+    let ok_in = save("ok.npy", Tensor::from_f32(vec![2, 32], &[1.0; 64]));
+    let cases: [(&[&str], &str); 6] = [
         (
             &["--format", "mxfp4", "--input", s(&u8_in)],
             "dtype U8 cannot be quantized",
@@ -169,6 +170,28 @@ fn bad_inputs_get_clear_errors_and_leave_the_output_alone() {
         (
             &["--format", "mxfp4", "--input", "/nonexistent/x.npy"],
             "/nonexistent/x.npy",
+        ),
+        (
+            &[
+                "--format",
+                "mxfp4",
+                "--tensor-amax",
+                "2",
+                "--input",
+                s(&ok_in),
+            ],
+            "applies to two-level NVFP4 only, not to mxfp4 floor",
+        ),
+        (
+            &[
+                "--format",
+                "nvfp4",
+                "--tensor-amax",
+                "inf",
+                "--input",
+                s(&ok_in),
+            ],
+            "the tensor amax must be a finite number >= 0, not inf",
         ),
     ];
     for (flags, want) in cases {
@@ -246,4 +269,39 @@ fn auto_falls_back_loudly_and_cuda_refuses_without_a_driver() {
         "{}",
         text(&o)
     );
+}
+
+/// `--tensor-amax` skips the measurement: the same bytes as measuring when it is the tensor's
+/// amax, a different tensor scale otherwise, and the file says which it was.
+#[test]
+fn a_given_tensor_amax_is_used_and_recorded() {
+    let dir = tmpdir("qcli", "tensor-amax");
+    let x: Vec<f32> = (0..128).map(|i| (i as f32 - 60.0) * 0.125).collect();
+    let input = dir.join("x.npy");
+    tensorio::write_npy(&input, &Tensor::from_f32(vec![4, 32], &x)).unwrap();
+    let run = |amax: Option<&str>, name: &str| {
+        let out = dir.join(name);
+        let mut args = vec!["quantize", "--backend", "cpu", "--format", "nvfp4"];
+        if let Some(a) = amax {
+            args.extend_from_slice(&["--tensor-amax", a]);
+        }
+        args.extend_from_slice(&["--input", s(&input), "--output", s(&out)]);
+        let o = fp4probe(&args);
+        assert!(o.status.success(), "{}", text(&o));
+        tensorio::read_safetensors(&out).unwrap()
+    };
+    let measured = run(None, "measured.safetensors");
+    let same = run(Some("8.375"), "same.safetensors"); // max |x| = 67 · 0.125
+    let other = run(Some("16"), "other.safetensors");
+    assert_eq!(measured.metadata["tensor_amax"], "measured");
+    assert_eq!(same.metadata["tensor_amax"], "given 8.375e0");
+    for name in ["data", "scale", "tensor_scale"] {
+        assert_eq!(
+            measured.get(name).unwrap().bytes,
+            same.get(name).unwrap().bytes,
+            "{name}"
+        );
+    }
+    let ts = |f: &tensorio::SafeTensors| f.get("tensor_scale").unwrap().to_f32_vec().unwrap()[0];
+    assert_eq!(ts(&other), 16.0 / 2688.0);
 }

@@ -255,6 +255,9 @@ __device__ __forceinline__ float block_sse(const float* v, const u32* words, flo
     return acc;
 }
 
+// Threads per CTA of the quantization kernels (the host's THREADS, src/quant/cuda.rs).
+#define QUANT_THREADS 256
+
 // The UNROLL groups base, base + blockDim.x, ... of this thread, all loads issued before
 // any value is used; groups past the end read as zeros.
 template <class In, int UNROLL, bool KEEP = false>
@@ -286,79 +289,89 @@ __device__ __forceinline__ void quantize(const void* x, u32 chunks, u32* data, u
     constexpr int CHUNKS = In::CHUNKS;
     constexpr int TPB = (FMT == MX ? 32 : 16) / In::N;  // lanes per quantization block
     const u32 groups = chunks / CHUNKS;
-    // NVFP4 two-level (mode 2): tensor scale from the finite amax the first kernel found.
+    // NVFP4 two-level (mode 2): the tensor scale, from the finite amax the first kernel found
+    // (or the caller gave), is computed after the first tile's loads are issued and written
+    // out at the end: before them, the division (whose slow paths are calls) and the store
+    // (which may alias x) kept every load of x waiting for the amax load.
     const bool two_level = FMT == NV && mode == 2;
     float t = 1.0f, rt = 1.0f;
-    if (two_level) {
-        u32 ab = *tensor_amax;
-        t = ab == 0 ? 1.0f : __fdiv_rn(__uint_as_float(ab), 2688.0f);
-        rt = __frcp_rn(t);
-        if (blockIdx.x == 0 && threadIdx.x == 0) *tensor_scale_out = t;
-    }
     // Groups a thread loads at once: In::UNROLL, except MXFP4 on 16-bit inputs (UNROLL_16BIT_MX).
     constexpr int UNROLL = In::N == 16 && FMT == MX ? UNROLL_16BIT_MX / 2 : In::UNROLL;
-    // Two-level: CTAs take the tensor from its end, which the amax pass (finite_amax) read
-    // last and left in L2.
-    const u64 cta = two_level ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
-    const u64 base = cta * blockDim.x * UNROLL + threadIdx.x;
-    typename In::Raw raw[UNROLL];
-    load_groups<In, UNROLL>(x, base, groups, raw);
+    // Tiles of QUANT_THREADS·UNROLL groups; a CTA takes tiles blockIdx.x, + gridDim.x, ... (the
+    // host launches one CTA per tile unless FP4PROBE_QUANT_CTAS_PER_SM caps the grid). The
+    // tile size is a compile-time power of two: with blockDim.x it was a 64-bit division
+    // ahead of every load. Two-level: tiles are taken from the tensor's end, which the amax
+    // pass (finite_amax) read last and left in L2.
+    constexpr u32 TILE = QUANT_THREADS * UNROLL;
+    const u32 tiles = groups / TILE + (groups % TILE != 0);
+    for (u32 tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+        const u64 cta = two_level ? tiles - 1 - tile : tile;
+        const u64 base = cta * TILE + threadIdx.x;
+        typename In::Raw raw[UNROLL];
+        load_groups<In, UNROLL>(x, base, groups, raw);
+        if (two_level && tile == blockIdx.x) {
+            const u32 ab = *tensor_amax;
+            t = ab == 0 ? 1.0f : __fdiv_rn(__uint_as_float(ab), 2688.0f);
+            rt = __frcp_rn(t);
+        }
 #pragma unroll
-    for (int u = 0; u < UNROLL; u++) {
-        u64 g = base + (u64)u * blockDim.x;
-        float v[In::N];
-        In::widen(raw[u], v);
-        u32 amax = In::amax(raw[u]);
+        for (int u = 0; u < UNROLL; u++) {
+            u64 g = base + (u64)u * blockDim.x;
+            float v[In::N];
+            In::widen(raw[u], v);
+            u32 amax = In::amax(raw[u]);
 #pragma unroll
-        for (int o = 1; o < TPB; o <<= 1) amax = max(amax, __shfl_xor_sync(0xffffffffu, amax, o));
-        u32 byte = FMT == MX ? mx_scale(mode, amax) : nv_scale(amax, two_level, t, rt);
-        const u32 nan_byte = FMT == MX ? E8M0_NAN : E4M3_NAN;
-        // Every lane runs the same instructions from here on: block_sse shuffles across the
-        // warp with a full mask, so no lane may branch around it. A NaN block is encoded with
-        // a stand-in scale (scale 1) and its results are replaced at the end.
-        const bool nan_block = byte == nan_byte;
-        const u32 naive = nan_block ? (FMT == MX ? 127u : 0x38u) : byte;
-        BlockScale s = block_scale<FMT>(naive, two_level, t);
-        u32 words[CHUNKS];
-        encode_group<In, FMT>(raw[u], v, s, words);
-        if (SEARCH) {
-            // Windowed search (mod.rs: search_candidates): MX tries e+1; NV tries the E4M3
-            // bytes within ±5, nearest first; a candidate wins only if strictly better. A
-            // candidate outside the scale range is evaluated as the naive scale (never better),
-            // so the loop stays uniform.
-            float best = block_sse<TPB, CHUNKS>(v, words, s.value);
-            const int steps = FMT == MX ? 1 : 10;
-            for (int k = 1; k <= steps; k++) {
-                int off = FMT == MX ? 1 : ((k + 1) / 2) * ((k & 1) ? -1 : 1);
-                int cand = (int)naive + off;
-                bool ok = FMT == MX ? (naive < 254u) : (cand >= 0x08 && cand <= 0x7e);
-                u32 c = ok ? (u32)cand : naive;
-                BlockScale cs = block_scale<FMT>(c, two_level, t);
-                u32 w[CHUNKS];
-                encode_group<In, FMT>(raw[u], v, cs, w);
-                float e = block_sse<TPB, CHUNKS>(v, w, cs.value);
-                if (ok && e < best) {
-                    best = e;
-                    byte = c;
+            for (int o = 1; o < TPB; o <<= 1) amax = max(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+            u32 byte = FMT == MX ? mx_scale(mode, amax) : nv_scale(amax, two_level, t, rt);
+            const u32 nan_byte = FMT == MX ? E8M0_NAN : E4M3_NAN;
+            // Every lane runs the same instructions from here on: block_sse shuffles across the
+            // warp with a full mask, so no lane may branch around it. A NaN block is encoded with
+            // a stand-in scale (scale 1) and its results are replaced at the end.
+            const bool nan_block = byte == nan_byte;
+            const u32 naive = nan_block ? (FMT == MX ? 127u : 0x38u) : byte;
+            BlockScale s = block_scale<FMT>(naive, two_level, t);
+            u32 words[CHUNKS];
+            encode_group<In, FMT>(raw[u], v, s, words);
+            if (SEARCH) {
+                // Windowed search (mod.rs: search_candidates): MX tries e+1; NV tries the E4M3
+                // bytes within ±5, nearest first; a candidate wins only if strictly better. A
+                // candidate outside the scale range is evaluated as the naive scale (never better),
+                // so the loop stays uniform.
+                float best = block_sse<TPB, CHUNKS>(v, words, s.value);
+                const int steps = FMT == MX ? 1 : 10;
+                for (int k = 1; k <= steps; k++) {
+                    int off = FMT == MX ? 1 : ((k + 1) / 2) * ((k & 1) ? -1 : 1);
+                    int cand = (int)naive + off;
+                    bool ok = FMT == MX ? (naive < 254u) : (cand >= 0x08 && cand <= 0x7e);
+                    u32 c = ok ? (u32)cand : naive;
+                    BlockScale cs = block_scale<FMT>(c, two_level, t);
+                    u32 w[CHUNKS];
+                    encode_group<In, FMT>(raw[u], v, cs, w);
+                    float e = block_sse<TPB, CHUNKS>(v, w, cs.value);
+                    if (ok && e < best) {
+                        best = e;
+                        byte = c;
 #pragma unroll
-                    for (int i = 0; i < CHUNKS; i++) words[i] = w[i];
+                        for (int i = 0; i < CHUNKS; i++) words[i] = w[i];
+                    }
                 }
             }
-        }
-        if (nan_block) {
-            byte = nan_byte;
+            if (nan_block) {
+                byte = nan_byte;
 #pragma unroll
-            for (int i = 0; i < CHUNKS; i++) words[i] = 0;
-        }
-        if (g < groups) {
-            if (CHUNKS == 2) {
-                __stcs(reinterpret_cast<uint2*>(data) + g, make_uint2(words[0], words[CHUNKS - 1]));
-            } else {
-                __stcs(data + g, words[0]);
+                for (int i = 0; i < CHUNKS; i++) words[i] = 0;
             }
-            if ((g & (TPB - 1)) == 0) scale[g / TPB] = (u8)byte;
+            if (g < groups) {
+                if (CHUNKS == 2) {
+                    __stcs(reinterpret_cast<uint2*>(data) + g, make_uint2(words[0], words[CHUNKS - 1]));
+                } else {
+                    __stcs(data + g, words[0]);
+                }
+                if ((g & (TPB - 1)) == 0) scale[g / TPB] = (u8)byte;
+            }
         }
     }
+    if (two_level && blockIdx.x == 0 && threadIdx.x == 0) *tensor_scale_out = t;
 }
 
 // Maximum |x| over the finite elements, as f32 bits, into *out (zeroed by the caller). Each
@@ -375,6 +388,14 @@ __device__ __forceinline__ void finite_amax(const void* x, u32 chunks, u32* out)
         load_groups<In, UNROLL, true>(x, base, groups, raw);
 #pragma unroll
         for (int u = 0; u < UNROLL; u++) {
+            // The group's largest |x| by In::amax (16-bit inputs: two halves an instruction),
+            // in which NaN and Inf rank above every number; only a group holding one of them
+            // is walked element by element to skip it.
+            const u32 group = In::amax(raw[u]);
+            if (group < F32_INF_BITS) {
+                m = max(m, group);
+                continue;
+            }
             float v[In::N];
             In::widen(raw[u], v);
 #pragma unroll
@@ -397,9 +418,32 @@ __device__ __forceinline__ void finite_amax(const void* x, u32 chunks, u32* out)
     }
 }
 
+// Resident 256-thread CTAs per SM the compiler must leave registers for (__launch_bounds__),
+// per entry. Measured on the H100 (tests/gpu/run-quant-occupancy-experiment.sh, NVRTC 13.0,
+// two interleaved rounds): bf16 inputs gain from more resident warps to hide the latency of
+// their longer per-byte arithmetic, MXFP4 +4% at 8 CTAs (32 registers) and NVFP4 +3% at 5
+// (48 registers; at 6 and 8 it gains less or loses). f32 inputs lose 2-25% under any cap
+// (spills); the search kernels and f16 inputs (not measured) would spill too. Everything
+// else, and other GPUs, keep the compiler's choice. QUANT_MIN_BLOCKS (FP4PROBE_QUANT_DEFINES,
+// src/quant/cuda.rs) sets one value for every entry, for tuning.
+template <class In, int FMT, bool SEARCH>
+struct MinBlocks {
+#ifdef QUANT_MIN_BLOCKS
+    static constexpr int value = QUANT_MIN_BLOCKS;
+#else
+    static constexpr int value = 1;
+#endif
+};
+#if !defined(QUANT_MIN_BLOCKS) && __CUDA_ARCH__ == 900
+template <int FMT>
+struct MinBlocks<InBF16, FMT, false> {
+    static constexpr int value = FMT == MX ? 8 : 5;
+};
+#endif
+
 // MXFP4 modes: 0 floor, 1 ceil, 2 even, 3 rceil; NVFP4: 1 one-level, 2 two-level.
 #define QUANT_ENTRY(NAME, IN, FMT, SEARCH, MODE)                                                 \
-    extern "C" __global__ void __launch_bounds__(256)                                            \
+    extern "C" __global__ void __launch_bounds__(QUANT_THREADS, (MinBlocks<IN, FMT, SEARCH>::value)) \
         NAME(const void* x, u32 chunks, u32* data, u8* scale, const u32* tensor_amax,           \
              float* tensor_scale_out) {                                                          \
         quantize<IN, FMT, SEARCH, MODE>(x, chunks, data, scale, tensor_amax, tensor_scale_out);  \
@@ -422,7 +466,7 @@ QUANT_MODES(quant, false)
 QUANT_MODES(search, true)
 
 #define AMAX_ENTRY(NAME, IN)                                                                 \
-    extern "C" __global__ void __launch_bounds__(256) NAME(const void* x, u32 chunks, u32* out) { \
+    extern "C" __global__ void __launch_bounds__(QUANT_THREADS) NAME(const void* x, u32 chunks, u32* out) { \
         finite_amax<IN>(x, chunks, out);                                                     \
     }
 

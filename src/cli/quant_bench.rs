@@ -5,7 +5,7 @@
 
 use super::quantize::{compare_bytes, squared_error};
 use crate::device::Backend;
-use crate::device::cuda::{CudaBackend, DeviceBuffer, Timing};
+use crate::device::cuda::{CudaBackend, DeviceBuffer, Timed, Timing};
 use crate::quant::cuda::{DeviceQuant, InType, QuantKernels, encode_input};
 use crate::quant::{self, NvLevels, Quantized, ScaleMode, Spec};
 use anyhow::{Context, Result, bail};
@@ -13,18 +13,20 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-/// H100 L2 size; rows whose traffic fits are marked, since repeats then run from L2.
+/// H100 L2 size; rows whose bytes (read plus written, as counted for GB/s) fit are marked,
+/// since repeats may then run from L2 (tests/gpu/quant_bench_torch.py applies the same rule).
 const L2_BYTES: usize = 50 << 20;
 
 /// Quantization throughput on the GPU (CUDA only).
 ///
 /// For each input type and size: the median of --repeats individually timed runs (CUDA
-/// events, after --warmup untimed runs; no cache flush between runs) of each format, and of a
-/// device-to-device copy of the input (cuMemcpyDtoD) as the bandwidth yardstick. GB/s counts
-/// bytes read plus bytes written once (copy: twice the input). Two-level NVFP4 includes its
-/// amax pass, which reads the input a second time; `nvfp4-two-level-given-amax` times the
-/// quantization pass alone. Then the windowed scale search on a
-/// heavy-tailed weights-like tensor: squared-error reduction and time.
+/// events around each run, the runs queued back to back after --warmup untimed runs; no
+/// cache flush between runs) of each format, and of a device-to-device copy of the input
+/// (cuMemcpyDtoD) as the bandwidth yardstick. GB/s counts bytes read plus bytes written once
+/// (copy: twice the input). Two-level NVFP4 includes its amax pass, which reads the input a
+/// second time; `nvfp4-two-level-given-amax` times the quantization pass alone and
+/// `nvfp4-tensor-amax` the amax pass alone (bytes: the input). Then the windowed scale search
+/// on a heavy-tailed weights-like tensor: squared-error reduction and time.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Sizes ROWSxCOLS.
@@ -49,6 +51,10 @@ pub struct Args {
     /// Skip the byte-for-byte check against the CPU reference.
     #[arg(long)]
     pub no_check: bool,
+    /// queued: runs back to back, each between its own events (the GPU's time); synced: a
+    /// wait after every run, which adds the host's launch latency to each (for comparison).
+    #[arg(long, value_enum, default_value_t = Timed::Queued)]
+    pub timing: Timed,
 }
 
 fn parse_size(s: &str) -> Result<(usize, usize)> {
@@ -125,11 +131,7 @@ impl Row {
             self.t.max,
             self.bytes,
             self.gbps(),
-            if self.bytes / 2 < L2_BYTES {
-                "yes"
-            } else {
-                "no"
-            }
+            if self.bytes < L2_BYTES { "yes" } else { "no" }
         )
     }
 }
@@ -190,7 +192,9 @@ pub fn run(a: Args) -> Result<ExitCode> {
                         format!("{} {} {r}x{c}", format_name(&spec), in_type.name())
                     })?;
                 }
-                let t = backend.median_ms(a.warmup, a.repeats, || kernels.enqueue(&spec, &buf))?;
+                let t = backend.median_ms_with(a.timing, a.warmup, a.repeats, || {
+                    kernels.enqueue(&spec, &buf)
+                })?;
                 rows.push(Row {
                     imp: "fp4probe-cuda",
                     format: format_name(&spec),
@@ -204,8 +208,9 @@ pub fn run(a: Args) -> Result<ExitCode> {
                 if spec.two_level() {
                     // The quantization pass alone, the tensor amax already known (calibrated
                     // scales, or an amax fused into the producer of x): one read of the input.
-                    let t = backend
-                        .median_ms(a.warmup, a.repeats, || kernels.enqueue_quant(&spec, &buf))?;
+                    let t = backend.median_ms_with(a.timing, a.warmup, a.repeats, || {
+                        kernels.enqueue_quant(&spec, &buf)
+                    })?;
                     let format = "nvfp4-two-level-given-amax".to_string();
                     rows.push(Row {
                         imp: "fp4probe-cuda",
@@ -216,10 +221,24 @@ pub fn run(a: Args) -> Result<ExitCode> {
                         t,
                         bytes: buf.bytes_moved(&spec),
                     });
+                    // The amax pass alone: what the second read costs.
+                    let t = backend.median_ms_with(a.timing, a.warmup, a.repeats, || {
+                        kernels.enqueue_amax(&buf)
+                    })?;
+                    rows.push(Row {
+                        imp: "fp4probe-cuda",
+                        format: "nvfp4-tensor-amax".into(),
+                        in_type,
+                        rows: r,
+                        cols: c,
+                        t,
+                        bytes: bytes.len() + 4,
+                    });
                 }
                 if spec == specs()[0] {
-                    let t = backend
-                        .median_ms(a.warmup, a.repeats, || copy_dst.copy_from_async(&buf.input))?;
+                    let t = backend.median_ms_with(a.timing, a.warmup, a.repeats, || {
+                        copy_dst.copy_from_async(&buf.input)
+                    })?;
                     rows.push(Row {
                         imp: "copy-driver",
                         format: "copy".into(),
@@ -305,8 +324,12 @@ fn search_rows(a: &Args, backend: &CudaBackend, kernels: &QuantKernels) -> Resul
                 compare_bytes(&qs, &cpu)
                     .with_context(|| format!("{} {}", format_name(&searched), in_type.name()))?;
             }
-            let tn = backend.median_ms(a.warmup, a.repeats, || kernels.enqueue(&naive, &buf))?;
-            let ts = backend.median_ms(a.warmup, a.repeats, || kernels.enqueue(&searched, &buf))?;
+            let tn = backend.median_ms_with(a.timing, a.warmup, a.repeats, || {
+                kernels.enqueue(&naive, &buf)
+            })?;
+            let ts = backend.median_ms_with(a.timing, a.warmup, a.repeats, || {
+                kernels.enqueue(&searched, &buf)
+            })?;
             let (en, es) = (squared_error(&xw, &qn), squared_error(&xw, &qs));
             let changed = qn
                 .scale

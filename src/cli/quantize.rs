@@ -37,6 +37,7 @@ pub enum QuantBackend {
   fp4probe quantize --format mxfp4 --input w.npy --output w.mxfp4.safetensors
   fp4probe quantize --format mxfp4 --scale-mode rceil --backend cuda --input x.safetensors --output q.safetensors
   fp4probe quantize --format nvfp4 --nvfp4-levels 1 --search --input w.npy --output q.safetensors
+  fp4probe quantize --format nvfp4 --tensor-amax 11.5 --input x.npy --output q.safetensors
   fp4probe dequantize --input q.safetensors --output x.npy")]
 pub struct QuantizeArgs {
     #[arg(long, value_enum)]
@@ -47,6 +48,11 @@ pub struct QuantizeArgs {
     /// NVFP4 scale levels: 2 = E4M3 block scales under an f32 tensor scale, 1 = block scales only.
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(1..=2))]
     pub nvfp4_levels: u8,
+    /// Two-level NVFP4: use this tensor amax (a calibrated value, or one measured where the
+    /// input was produced) instead of measuring it, which skips a pass over the input. Blocks
+    /// beyond it saturate.
+    #[arg(long)]
+    pub tensor_amax: Option<f32>,
     /// Replace each block's scale with the squared-error-best in a window around it (MXFP4: e
     /// and e+1; NVFP4: ±5 E4M3 steps) and report the error reduction.
     #[arg(long)]
@@ -131,6 +137,7 @@ fn quantize_on(
     backend: QuantBackend,
     spec: &Spec,
     input: &Input,
+    tensor_amax: Option<f32>,
     check_cpu: bool,
 ) -> Result<(Quantized, &'static str)> {
     let gpu = match backend {
@@ -148,12 +155,20 @@ fn quantize_on(
         },
     };
     let Some(gpu) = gpu else {
-        return Ok((quant::quantize(spec, &input.shape, &input.f32)?.0, "cpu"));
+        let (q, _) = quant::quantize_with_amax(spec, &input.shape, &input.f32, tensor_amax)?;
+        return Ok((q, "cpu"));
     };
     let kernels = QuantKernels::load(&gpu)?;
-    let q = kernels.quantize(spec, &input.shape, input.in_type, &input.bytes, &input.f32)?;
+    let q = kernels.quantize_with_amax(
+        spec,
+        &input.shape,
+        input.in_type,
+        &input.bytes,
+        &input.f32,
+        tensor_amax,
+    )?;
     if check_cpu {
-        let (cpu, _) = quant::quantize(spec, &input.shape, &input.f32)?;
+        let (cpu, _) = quant::quantize_with_amax(spec, &input.shape, &input.f32, tensor_amax)?;
         compare_bytes(&q, &cpu)?;
         eprintln!("check: CUDA output equals the CPU reference byte for byte");
     }
@@ -194,7 +209,13 @@ pub fn squared_error(x: &[f32], q: &Quantized) -> f64 {
         .sum()
 }
 
-fn metadata(spec: &Spec, backend: &str, input: &Path, in_type: InType) -> BTreeMap<String, String> {
+fn metadata(
+    spec: &Spec,
+    tensor_amax: Option<f32>,
+    backend: &str,
+    input: &Path,
+    in_type: InType,
+) -> BTreeMap<String, String> {
     let mut m = BTreeMap::new();
     m.insert("format".into(), spec.format.name().into());
     m.insert("block".into(), spec.block().to_string());
@@ -210,6 +231,10 @@ fn metadata(spec: &Spec, backend: &str, input: &Path, in_type: InType) -> BTreeM
             .into(),
         ),
     };
+    if spec.two_level() {
+        let amax = tensor_amax.map_or("measured".to_string(), |a| format!("given {a:e}"));
+        m.insert("tensor_amax".into(), amax);
+    }
     m.insert("search".into(), spec.search.to_string());
     m.insert(
         "non_finite".into(),
@@ -231,8 +256,9 @@ fn metadata(spec: &Spec, backend: &str, input: &Path, in_type: InType) -> BTreeM
 
 pub fn run_quantize(a: QuantizeArgs) -> Result<ExitCode> {
     let spec = a.spec();
+    quant::check_tensor_amax(&spec, a.tensor_amax)?;
     let input = read_input(&a.input, a.input_name.as_deref())?;
-    let (q, backend) = quantize_on(a.backend, &spec, &input, a.check_cpu)?;
+    let (q, backend) = quantize_on(a.backend, &spec, &input, a.tensor_amax, a.check_cpu)?;
     let data = Tensor::from_u8(data_shape(&q.shape), q.data.clone());
     let scale = Tensor::from_u8(scale_shape(&q.shape, spec.block()), q.scale.clone());
     let ts = q.tensor_scale.map(|t| Tensor::from_f32(vec![1], &[t]));
@@ -246,7 +272,7 @@ pub fn run_quantize(a: QuantizeArgs) -> Result<ExitCode> {
     if let Some(b) = &byte {
         tensors.push(("data_byte", b));
     }
-    let meta = metadata(&spec, backend, &a.input, input.in_type);
+    let meta = metadata(&spec, a.tensor_amax, backend, &a.input, input.in_type);
     tensorio::write_safetensors(&a.output, &tensors, &meta)?;
     println!(
         "{}: {:?} {} → {} ({} on {backend}): {} code bytes, {} scales{}",
@@ -264,7 +290,7 @@ pub fn run_quantize(a: QuantizeArgs) -> Result<ExitCode> {
     if spec.search {
         let mut naive_spec = spec;
         naive_spec.search = false;
-        let (naive, _) = quantize_on(a.backend, &naive_spec, &input, false)?;
+        let (naive, _) = quantize_on(a.backend, &naive_spec, &input, a.tensor_amax, false)?;
         let stats = SearchStats {
             sse_naive: squared_error(&input.f32, &naive),
             sse_chosen: squared_error(&input.f32, &q),

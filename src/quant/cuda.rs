@@ -1,7 +1,7 @@
 //! The CUDA quantization kernels (`kernels/quant/quant.cu`): compiled with NVRTC for the
 //! device at run time, launched here, results byte-identical to the CPU reference.
 
-use super::{Format, Quantized, Spec, check_non_finite, check_shape};
+use super::{Format, Quantized, Spec, check_non_finite, check_shape, check_tensor_amax};
 use crate::codegen::nvrtc::{self, Output};
 use crate::device::cuda::{CudaBackend, DeviceBuffer, KernelArg, PtxModule};
 use anyhow::{Context, Result, bail};
@@ -14,7 +14,7 @@ pub const SOURCE: &str = concat!(
     include_str!("../../kernels/quant/quant.cu")
 );
 
-/// Threads per CUDA block, as the kernel is written.
+/// Threads per CUDA block, as the kernel is written (QUANT_THREADS there).
 const THREADS: u32 = 256;
 
 /// 8-element chunks a thread loads at once from 16-bit inputs (`UNROLL_16BIT_MX` and `_NV` in
@@ -31,6 +31,15 @@ pub fn unroll_16bit(format: Format) -> u64 {
             Format::Mxfp4 => 2,
             Format::Nvfp4 => 4,
         })
+}
+
+/// `FP4PROBE_QUANT_CTAS_PER_SM=K` (an experiment): launch at most K CTAs per SM, each looping
+/// over tiles, instead of one CTA per tile.
+fn ctas_per_sm() -> Option<u64> {
+    std::env::var("FP4PROBE_QUANT_CTAS_PER_SM")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&k| k > 0)
 }
 
 /// Element types the kernels read.
@@ -93,12 +102,16 @@ pub fn encode_input(x: &[f32], in_type: InType) -> (Vec<u8>, Vec<f32>) {
 
 /// Compile the kernels for `arch` (`sm_90`, `sm_120a`, ...).
 pub fn compile(arch: &str) -> Result<nvrtc::Compiled> {
-    let options = vec![
+    let mut options = vec![
         format!("--gpu-architecture={arch}"),
         "-std=c++17".to_string(),
         format!("-DUNROLL_16BIT_MX={}", unroll_16bit(Format::Mxfp4)),
         format!("-DUNROLL_16BIT_NV={}", unroll_16bit(Format::Nvfp4)),
     ];
+    // Experiments: FP4PROBE_QUANT_DEFINES="NAME=VALUE ..." (e.g. QUANT_MIN_BLOCKS=6).
+    if let Ok(defs) = std::env::var("FP4PROBE_QUANT_DEFINES") {
+        options.extend(defs.split_whitespace().map(|d| format!("-D{d}")));
+    }
     nvrtc::compile(SOURCE, "quant.cu", &options, Output::Cubin)
 }
 
@@ -232,9 +245,13 @@ impl<'a> QuantKernels<'a> {
     pub fn enqueue_quant(&self, spec: &Spec, buf: &DeviceQuant) -> Result<()> {
         let chunks = Self::chunks(buf)?;
         let f = self.function(&quant_entry(spec, buf.in_type))?;
-        let grid = (chunks as u64)
+        let tiles = (chunks as u64)
             .div_ceil(THREADS as u64 * buf.in_type.unroll(spec.format))
             .max(1);
+        let grid = match ctas_per_sm() {
+            Some(k) => tiles.min(self.backend.sm_count()? as u64 * k),
+            None => tiles,
+        };
         let Ok(grid) = u32::try_from(grid) else {
             bail!("grid of {grid} blocks is too large")
         };
@@ -280,8 +297,23 @@ impl<'a> QuantKernels<'a> {
         bytes: &[u8],
         x_f32: &[f32],
     ) -> Result<Quantized> {
+        self.quantize_with_amax(spec, shape, in_type, bytes, x_f32, None)
+    }
+
+    /// `quantize` with two-level NVFP4's tensor amax given (`quant::quantize_with_amax`): the
+    /// amax pass is skipped and the input read once.
+    pub fn quantize_with_amax(
+        &self,
+        spec: &Spec,
+        shape: &[usize],
+        in_type: InType,
+        bytes: &[u8],
+        x_f32: &[f32],
+        tensor_amax: Option<f32>,
+    ) -> Result<Quantized> {
         check_shape(shape, spec.block())?;
         check_non_finite(spec, shape, x_f32)?;
+        check_tensor_amax(spec, tensor_amax)?;
         if bytes.len() != x_f32.len() * in_type.size() {
             bail!(
                 "input holds {} bytes, expected {} {} elements",
@@ -290,8 +322,18 @@ impl<'a> QuantKernels<'a> {
                 in_type.name()
             );
         }
-        let buf = DeviceQuant::upload(self.backend, in_type, bytes, spec.block())?;
-        self.enqueue(spec, &buf)?;
+        let mut buf = DeviceQuant::upload(self.backend, in_type, bytes, spec.block())?;
+        match tensor_amax {
+            Some(a) => {
+                buf.amax = DeviceBuffer::from_bytes(
+                    self.backend,
+                    &a.to_bits().to_le_bytes(),
+                    "tensor amax",
+                )?;
+                self.enqueue_quant(spec, &buf)?;
+            }
+            None => self.enqueue(spec, &buf)?,
+        }
         self.read_back(spec, shape, &buf)
     }
 

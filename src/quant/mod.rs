@@ -372,10 +372,42 @@ pub fn container_bytes(data: &[u8]) -> Vec<u8> {
 /// Quantize `x` (row-major, `shape`) on the CPU. Blocks are independent once the tensor scale
 /// is known, so rows are split across threads.
 pub fn quantize(spec: &Spec, shape: &[usize], x: &[f32]) -> Result<(Quantized, SearchStats)> {
+    quantize_with_amax(spec, shape, x, None)
+}
+
+/// A tensor amax given for two-level NVFP4 must be a finite number >= 0, and is refused for
+/// every other format (nothing would use it).
+pub fn check_tensor_amax(spec: &Spec, tensor_amax: Option<f32>) -> Result<()> {
+    let Some(a) = tensor_amax else { return Ok(()) };
+    if !spec.two_level() {
+        bail!(
+            "a tensor amax ({a}) applies to two-level NVFP4 only, not to {}",
+            spec.describe()
+        );
+    }
+    if !(a.is_finite() && a >= 0.0) {
+        bail!("the tensor amax must be a finite number >= 0, not {a}");
+    }
+    Ok(())
+}
+
+/// `quantize`, with two-level NVFP4's tensor amax given (`Some`: calibrated, or measured where
+/// x was produced) instead of measured here, so x is read once. The tensor scale is
+/// amax / (448·6) as usual; blocks larger than a given amax allows saturate (block scale 448,
+/// elements ±6).
+pub fn quantize_with_amax(
+    spec: &Spec,
+    shape: &[usize],
+    x: &[f32],
+    tensor_amax: Option<f32>,
+) -> Result<(Quantized, SearchStats)> {
     check_shape(shape, spec.block())?;
     check_non_finite(spec, shape, x)?;
+    check_tensor_amax(spec, tensor_amax)?;
     let block = spec.block();
-    let tensor_scale = spec.two_level().then(|| nv_tensor_scale(finite_amax(x)));
+    let tensor_scale = spec
+        .two_level()
+        .then(|| nv_tensor_scale(tensor_amax.unwrap_or_else(|| finite_amax(x))));
     let mut codes = vec![0u8; x.len()];
     let mut scale = vec![0u8; x.len() / block];
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());

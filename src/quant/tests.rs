@@ -182,3 +182,53 @@ fn index_of_names_every_axis() {
     assert_eq!(index_of(&[4, 32], 81), vec![2, 17]);
     assert_eq!(index_of(&[2, 3, 4], 23), vec![1, 2, 3]);
 }
+
+#[test]
+fn a_given_tensor_amax_equal_to_the_measured_one_gives_the_same_bytes() {
+    let x = gaussian_like(64 * 48, 17);
+    let spec = Spec::nvfp4(NvLevels::TwoLevel);
+    let (measured, _) = quantize(&spec, &[64, 48], &x).unwrap();
+    let (given, _) = quantize_with_amax(&spec, &[64, 48], &x, Some(finite_amax(&x))).unwrap();
+    assert_eq!(measured, given);
+    // Any other amax changes the tensor scale, hence the block scales.
+    let (other, _) = quantize_with_amax(&spec, &[64, 48], &x, Some(2.0 * finite_amax(&x))).unwrap();
+    assert_eq!(other.tensor_scale, Some(2.0 * finite_amax(&x) / 2688.0));
+    assert_ne!(other.scale, measured.scale);
+}
+
+#[test]
+fn blocks_beyond_a_given_tensor_amax_saturate() {
+    // amax given as 1: tensor scale 1/2688. A block of 16s needs 16/6·2688 = 7168 > 448, so its
+    // scale clamps to 448 (E4M3 0x7e) and its elements to the largest code, 6: 6·448/2688 = 1.
+    let mut x = vec![0.25f32; 32];
+    x[16..].fill(16.0);
+    x[17] = -16.0;
+    let spec = Spec::nvfp4(NvLevels::TwoLevel);
+    let (q, _) = quantize_with_amax(&spec, &[1, 32], &x, Some(1.0)).unwrap();
+    assert_eq!(q.tensor_scale, Some(1.0 / 2688.0));
+    assert_eq!(q.scale[1], 0x7e);
+    let codes = unpack(&q.data);
+    assert_eq!(codes[16], 0x7);
+    assert_eq!(codes[17], 0xF);
+    let d = dequantize(&q);
+    assert_eq!((d[16], d[17]), (1.0, -1.0));
+    // The first block fits: 0.25/6·2688 = 112, exact in E4M3, and 0.25 is 6 times 112/2688.
+    assert_eq!(d[0], 0.25);
+}
+
+#[test]
+fn a_tensor_amax_is_refused_where_it_means_nothing_or_is_not_a_number() {
+    let x = vec![1.0f32; 32];
+    for spec in [
+        Spec::mxfp4(ScaleMode::Floor),
+        Spec::nvfp4(NvLevels::OneLevel),
+    ] {
+        let e = quantize_with_amax(&spec, &[1, 32], &x, Some(1.0)).unwrap_err();
+        assert!(e.to_string().contains("two-level NVFP4 only"), "{e}");
+    }
+    let two = Spec::nvfp4(NvLevels::TwoLevel);
+    for bad in [f32::NAN, f32::INFINITY, -1.0] {
+        let e = quantize_with_amax(&two, &[1, 32], &x, Some(bad)).unwrap_err();
+        assert!(e.to_string().contains("finite number >= 0"), "{e}");
+    }
+}

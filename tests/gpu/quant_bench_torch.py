@@ -794,11 +794,14 @@ def markdown_tables(rows):
         return (y, True) if y is not None else (largest, False)
 
     out = ["# Quantization throughput", "",
-           "Timing: CUDA events per call, median of the timed calls after warm-up; no L2 flush "
-           "(rows marked L2 have input+output < 50 MiB and can be served from the H100's L2). "
+           "Timing: CUDA events around each call, the calls queued back to back; median of the "
+           "timed calls after warm-up; no L2 flush (rows marked L2 have input+output < 50 MiB and "
+           "can be served from the H100's L2). "
            "bytes = input + output (data + scale (+4 tensor scale)); GB/s = bytes / ms / 1e6. "
-           "% of copy = GB/s relative to `dst.copy_(src)` of the same size and dtype (2 x buffer bytes); "
-           "`*` = no copy row of that size, the largest copy buffer is the yardstick.", ""]
+           "% of copy = GB/s relative to the faster copy of the same size and dtype (2 x buffer "
+           "bytes): torch's `dst.copy_(src)` (impl `copy`) or the driver's cuMemcpyDtoD "
+           "(`copy-driver`, timed by fp4probe); `*` = no copy row of that size, the largest copy "
+           "buffer is the yardstick.", ""]
     groups = sorted({(r["format"], r["input_dtype"]) for r in rows if r["format"] != "copy"})
     for fmt, dt in groups:
         sel = [r for r in rows if r["format"] == fmt and r["input_dtype"] == dt]
@@ -815,11 +818,12 @@ def markdown_tables(rows):
                        f"{_fnum(r['gb_per_s']):.1f} | {pct} |")
         out.append("")
     if copies:
-        out += ["## copy (yardstick)", "", "| size | dtype | ms | GB/s |", "| --- | --- | ---: | ---: |"]
-        for r in sorted(copies, key=lambda r: (int(r["rows"]) * int(r["cols"]), r["input_dtype"])):
+        out += ["## copy (yardstick)", "", "| size | dtype | impl | ms | GB/s |",
+                "| --- | --- | --- | ---: | ---: |"]
+        for r in sorted(copies, key=lambda r: (int(r["rows"]) * int(r["cols"]), r["input_dtype"], r["impl"])):
             l2 = " (L2)" if r["l2_resident"] == "yes" else ""
-            out.append(f"| {r['rows']}x{r['cols']}{l2} | {r['input_dtype']} | {_fnum(r['ms_median']):.4f} | "
-                       f"{_fnum(r['gb_per_s']):.1f} |")
+            out.append(f"| {r['rows']}x{r['cols']}{l2} | {r['input_dtype']} | {r['impl']} | "
+                       f"{_fnum(r['ms_median']):.4f} | {_fnum(r['gb_per_s']):.1f} |")
         out.append("")
     return "\n".join(out)
 

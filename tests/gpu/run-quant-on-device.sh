@@ -19,6 +19,9 @@ if [ "$PART" = 1 ] || [ "$PART" = all ]; then
   echo "== fp4probe quant-bench"
   $B/fp4probe quant-bench --csv "$OUT/fp4probe.csv" --search-csv "$OUT/quant-search.csv" 2>"$OUT/quant-bench.log"; echo "rc=$?"
   tail -5 "$OUT/quant-bench.log"
+  # Throttle reasons once, after the bench (not polled during it: a run that polled
+  # nvidia-smi every 100 ms had one outlier row).
+  nvidia-smi -q -d PERFORMANCE | grep -E "Active|Idle|Power Cap|Thermal|Sync Boost" | head -8
   echo "== torch selftest and byte check against fp4probe"
   python3 tests/gpu/quant_bench_torch.py selftest 2>&1 | tail -6
   python3 tests/gpu/quant_bench_torch.py check --fp4probe $B/fp4probe --workdir /tmp/qcheck 2>&1 | tail -25; echo "check rc=$?"
@@ -36,7 +39,7 @@ import numpy as np
 x = np.random.default_rng(3).standard_normal((333, 160)).astype(np.float32)
 x[5, 7] = np.nan; x[40, 100] = np.inf; x[200] *= 1e-3   # NaN blocks and blocks at the scale clamp
 np.save('/tmp/san.npy', x)"
-  for fmt in "mxfp4 --search" "nvfp4 --search" "nvfp4 --nvfp4-levels 1"; do
+  for fmt in "mxfp4 --search" "nvfp4 --search" "nvfp4 --nvfp4-levels 1" "nvfp4 --tensor-amax 2.5"; do
     for tool in memcheck racecheck synccheck; do
       compute-sanitizer --tool $tool --error-exitcode 9 $B/fp4probe quantize --format $fmt --backend cuda --check-cpu \
         --input /tmp/san.npy --output /tmp/san.safetensors 2>&1 | grep -E "ERROR SUMMARY|RACECHECK SUMMARY|error|check:" | head -3
