@@ -2,10 +2,11 @@
 //! quantized reference against an independent single-threaded transcription of the scheme,
 //! and FP4's accuracy against f64 attention. Cosines are printed (`--nocapture`).
 
-use fp4probe::attention::reference::{P_SCALE, p_spec, score_factor};
+use fp4probe::attention::reference::{P_SCALE, score_factor};
 use fp4probe::attention::*;
 use fp4probe::quant;
-use fp4probe::quant::Format;
+use fp4probe::quant::codes::{e2m1_decode, e2m1_encode, e4m3_clamp_round, e4m3_to_f32};
+use fp4probe::quant::{Format, ScaleMode, Spec};
 use std::time::Instant;
 
 fn shape(b: usize, h: usize, sq: usize, sk: usize, d: usize, causal: bool) -> AttnShape {
@@ -81,8 +82,23 @@ fn naive_scheme(qkv: &QuantizedQkv) -> Vec<f32> {
             let m = s2.iter().cloned().fold(f64::NEG_INFINITY, f64::max).ceil();
             let p: Vec<f32> = s2.iter().map(|&x| (x - m).exp2() as f32).collect();
             let scaled: Vec<f32> = p.iter().map(|&x| x * P_SCALE).collect();
-            let (pq, _) = quant::quantize(&p_spec(qkv.format), &[1, skp], &scaled).unwrap();
-            let pd = quant::dequantize(&pq);
+            let pd: Vec<f32> = match qkv.format {
+                Format::Mxfp4 => {
+                    let rceil = Spec::mxfp4(ScaleMode::Rceil);
+                    quant::dequantize(&quant::quantize(&rceil, &[1, skp], &scaled).unwrap().0)
+                }
+                // E4M3 scale amax/6 per 16, elements times RN(1/scale), rounded to E2M1.
+                Format::Nvfp4 => scaled
+                    .chunks(16)
+                    .flat_map(|b| {
+                        let amax = b.iter().fold(0.0f32, |m, &x| m.max(x));
+                        let value = e4m3_to_f32(e4m3_clamp_round(amax / 6.0));
+                        let rcp = 1.0 / value;
+                        b.iter()
+                            .map(move |&x| e2m1_decode(e2m1_encode(x * rcp)) * value)
+                    })
+                    .collect(),
+            };
             let l: f64 = pd.iter().map(|&x| x as f64).sum();
             for t in 0..d {
                 let mut acc = 0.0f64;

@@ -346,7 +346,7 @@ __device__ void attention(const u8* __restrict__ q_data, const u8* __restrict__ 
             }
 
         float lsum[2];
-        requantize_p<FMT, DLayout>(p, lsum, [](float e, int) { return e; });
+        requantize_p<FMT, DLayout>(p, lsum, [](float e, int) { return __fmul_rn(e, P_SCALE); });
         advance_row_sum(lsum, l_run, alpha);
         rescale_o<DLayout>(o, alpha);
 

@@ -79,17 +79,25 @@ __device__ __forceinline__ float ex2(float x) {
 
 // P is scaled by 448·6 before requantization, so a row's largest value (in (1/2, 1]) maps
 // near the top of NVFP4's range and E4M3 block scales stay normal for all but negligible
-// blocks; the factor cancels in O = P·V / Σ P.
+// blocks; the factor cancels in O = P·V / Σ P. A body may fold it into the exponent instead,
+// exp2(x + log2(2688)), which equals exp2(x)·2688 to a few f32 ulps, like ex2 itself. (2^11,
+// the largest power of two below 2688, would make the fold exact but moves the 2^-6 clamp of
+// P's E4M3 scales 1.3× closer to the row maximum, where the tiled kernel and the two-pass
+// reference may quantize a block differently: measured, the unsmoothed outlier case went from
+// relative error 0 to 7e-4.)
 constexpr float P_SCALE = 2688.0f;
+constexpr float P_SCALE_LOG2 = 11.392317422778762f;  // RN(log2(2688))
 
 // RN(1/6), for div_rn's Markstein division by 6.
 #define SIXTH __uint_as_float(0x3e2aaaabu)
 
 // The block scales of P for both row halves (g and g+8) of a lane, from the blocks' maxima
-// (p already times P_SCALE), as quant.cu forms them: MXFP4 RCEIL (E8M0 amax/6 rounded up;
-// elements multiplied by the exact reciprocal) or NVFP4 one-level (amax/6 correctly rounded,
-// E4M3; elements divided by Markstein's method, exact here as the scale is in [2^-6, 448]).
-// `bytes` are the scale bytes (for the block-scaled MMA of sm_120a), `value` their values.
+// (p already times P_SCALE), as reference.rs (p_requantize) forms them: MXFP4 RCEIL (E8M0
+// amax/6 rounded up) or NVFP4 one-level (amax/6 correctly rounded, E4M3); elements are
+// multiplied by rcp = RN(1/scale), exact for MXFP4's powers of two and for NVFP4 one rounding
+// instead of a correctly rounded division (three instructions an element fewer; the scheme
+// says so). `bytes` are the scale bytes (for the block-scaled MMA of sm_120a), `value` their
+// values.
 //
 // P lies in [0, P_SCALE], which makes the general helpers' range checks dead: amax/6 is
 // Markstein's division with no fallback (a dividend below 2^-100, where it could be inexact,
@@ -125,14 +133,13 @@ struct PScale {
             }
         }
     }
-    // p divided by the scale of row half h, ready for E2M1 rounding.
-    __device__ __forceinline__ float scaled(float p, int h) const {
-        return FMT == MX ? __fmul_rn(p, rcp[h]) : div_markstein_nonneg(p, value[h], rcp[h]);
-    }
+    // p times the reciprocal scale of row half h, ready for E2M1 rounding.
+    __device__ __forceinline__ float scaled(float p, int h) const { return __fmul_rn(p, rcp[h]); }
     // p requantized and dequantized: RN(E2M1-grid(scaled(p)) · value), which is what
     // e2m1_grid and a multiplication by the value give, in fewer steps. No saturation at 6:
-    // scaled(p) <= amax / value, at most 6 for RCEIL and 6 / (1 - 2^-4) < 7 for the
-    // round-to-nearest E4M3 scale, so the grid never rounds up to 8. MXFP4: the value is a
+    // scaled(p) <= amax / value (one ulp more for NVFP4's rounded reciprocal), at most 6 for
+    // RCEIL and 6 / (1 - 2^-4) < 7 for the round-to-nearest E4M3 scale, so the grid never
+    // rounds up to 8. MXFP4: the value is a
     // power of two, so rounding p / value to the grid and multiplying back is rounding p to
     // the grid scaled by the value: one add and subtract of max(binade(p), value)·1.5·2^22.
     __device__ __forceinline__ float requantized(float p, int h) const {
@@ -148,15 +155,15 @@ struct PScale {
     }
 };
 
-// P of one key tile requantized in place (reference.rs: p_spec): p holds this lane's NT D
-// tiles of layout DL, and exp2_of(p, row half) is exp2(S - m) of each (the identity when the
-// caller has taken exp2 already; a body may take it here instead, inside the blocks' loop, for
-// its scheduler). Each value is scaled by P_SCALE, requantized in blocks
-// of the input format's size along the keys (B / DL::n tiles) per row and dequantized (still
-// scaled: P_SCALE cancels in O / l); lsum gets this lane's sums of the dequantized values per
-// row half, in the order the reference sums them.
+// P of one key tile requantized in place (reference.rs: p_requantize): p holds this lane's NT
+// D tiles of layout DL, and scaled_exp2_of(p, row half) is exp2(S - m)·P_SCALE of each (a
+// multiplication by P_SCALE when the caller has taken exp2 already; a body may take it here
+// instead, inside the blocks' loop, for its scheduler, with P_SCALE in the exponent). The
+// values are requantized in blocks of the input format's size along the keys (B / DL::n tiles)
+// per row and dequantized (still scaled: P_SCALE cancels in O / l); lsum gets this lane's sums
+// of the dequantized values per row half, in the order the reference sums them.
 template <int FMT, class DL, int NT, class Exp2>
-__device__ __forceinline__ void requantize_p(float (&p)[NT][DL::regs], float (&lsum)[2], Exp2 exp2_of) {
+__device__ __forceinline__ void requantize_p(float (&p)[NT][DL::regs], float (&lsum)[2], Exp2 scaled_exp2_of) {
     constexpr int PT = Blk<FMT>::n / DL::n;
     static_assert(NT % PT == 0, "a key tile holds whole P blocks");
     lsum[0] = lsum[1] = 0.0f;
@@ -167,7 +174,7 @@ __device__ __forceinline__ void requantize_p(float (&p)[NT][DL::regs], float (&l
         for (int nt = PT * blk; nt < PT * blk + PT; ++nt)
 #pragma unroll
             for (int r = 0; r < DL::regs; ++r) {
-                p[nt][r] = __fmul_rn(exp2_of(p[nt][r], d_half_of<DL>(r)), P_SCALE);
+                p[nt][r] = scaled_exp2_of(p[nt][r], d_half_of<DL>(r));
                 amax[d_half_of<DL>(r)] = fmaxf(amax[d_half_of<DL>(r)], p[nt][r]);
             }
 #pragma unroll

@@ -278,7 +278,8 @@ struct RowState {
 // S of one key tile (the warpgroup's m64n{BC} accumulator; this warp's 16 rows) to P: scores
 // in log2 units, masked where the tile reaches past Sk or the diagonal (EDGE), the running
 // maxima and sums advanced, P requantized in blocks of B slots (B consecutive keys) per row
-// exactly as attn_bf16.cuh does, and packed as the A registers of P·V's BC/16 k16 steps.
+// as attn_bf16.cuh does (its exponent argument here one FMA, with P_SCALE folded in), and
+// packed as the A registers of P·V's BC/16 k16 steps.
 // alpha: the factor O must be rescaled by before this tile's P·V is added.
 template <int D, int FMT, bool EDGE>
 __device__ __forceinline__ void softmax_to_p_(const float (&sacc)[Wgmma<Geo<D>::BC>::regs], RowState& st, float c,
@@ -287,11 +288,14 @@ __device__ __forceinline__ void softmax_to_p_(const float (&sacc)[Wgmma<Geo<D>::
     constexpr int BC = Geo<D>::BC, NT = BC / L::kN;
     float p[NT][L::kD_regs];
     float tmax[2] = {NEG_INF, NEG_INF};
+    // The raw scores: c > 0 and rounding is monotonic, so the row maximum of S·c is the row
+    // maximum of S times c, and S·c - m + log2(P_SCALE) is one FMA per element (P_SCALE in the
+    // exponent: a few ulps from exp2(S·c - m)·P_SCALE, as ex2 itself is from exp2).
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
         for (int r = 0; r < L::kD_regs; ++r) {
-            float v = __fmul_rn(sacc[nt * L::kD_regs + r], c);
+            float v = sacc[nt * L::kD_regs + r];
             if (EDGE) {
                 const int row = q0 + L::d_row_formula(lane, r, 0);
                 const int key = key0 + key_of_slot(nt * L::kN + L::d_col_formula(lane, r, 0));
@@ -310,13 +314,15 @@ __device__ __forceinline__ void softmax_to_p_(const float (&sacc)[Wgmma<Geo<D>::
         for (int w = 1; w < NT; w *= 2)
 #pragma unroll
             for (int nt = 0; nt + w < NT; nt += 2 * w) m[nt] = fmaxf(m[nt], m[nt + w]);
-        tmax[h] = m[0];
+        tmax[h] = __fmul_rn(m[0], c);
     }
-    float m_use[2];
+    float m_use[2], neg_m[2];
     advance_row_max(tmax, st.m_run, alpha, m_use);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) neg_m[h] = __fsub_rn(P_SCALE_LOG2, m_use[h]);
 
     float lsum[2];
-    requantize_p<FMT, DLayout>(p, lsum, [&](float v, int h) { return ex2(__fsub_rn(v, m_use[h])); });
+    requantize_p<FMT, DLayout>(p, lsum, [&](float s, int h) { return ex2(__fmaf_rn(s, c, neg_m[h])); });
     advance_row_sum(lsum, st.l_run, alpha);
 
     // P's D tiles as A registers: k16 step kc = slots 16kc..+15 (Vᵀ's keys in the same slots).

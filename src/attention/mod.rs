@@ -8,7 +8,8 @@
 //! per-channel mean first; V is stored transposed (V^T, keys padded to a multiple of 32) and
 //! blocked along the key axis. Scores are scaled by log2(e)/√D so softmax uses exp2; each row
 //! keeps an integer maximum, and the probabilities P are requantized (after scaling by 448·6)
-//! in V's block format before P·V: NVFP4 one-level per 16 keys, or MXFP4 RCEIL per 32. The integer maximum makes the kernel's online
+//! in V's block format before P·V: E4M3 scales per 16 keys (NVFP4), or MXFP4 RCEIL per 32,
+//! elements multiplied by the reciprocal scale. The integer maximum makes the kernel's online
 //! softmax equal to the two-pass reference: see `reference::reference_quantized` for the
 //! normative statement and the argument.
 

@@ -4,7 +4,9 @@
 
 use super::prequant::QuantizedQkv;
 use super::shape::AttnShape;
-use crate::quant::{self, Format, NvLevels, ScaleMode, Spec};
+use crate::quant::codes::{e2m1_decode, e2m1_encode, e4m3_to_f32};
+use crate::quant::scale::nv_scale;
+use crate::quant::{self, Format, ScaleMode, Spec};
 use std::sync::Mutex;
 
 /// Query rows one work unit handles: enough that the P quantizer's per-call thread start-up
@@ -17,23 +19,63 @@ pub fn score_scale_log2(head_dim: usize) -> f32 {
     std::f32::consts::LOG2_E / (head_dim as f32).sqrt()
 }
 
-/// The spec P is requantized with, after scaling by `P_SCALE`, for inputs in `format`. P's
-/// block scales have the type of V's, because one block-scaled `mma.sync` (sm_120a) takes one
-/// scale type for both operands:
-/// - NVFP4: NVFP4 one-level (E4M3 scales per 16 keys, amax/6 rounded to E4M3, so nothing
-///   saturates by more than the E4M3 rounding);
-/// - MXFP4: MXFP4 with RCEIL scales (E8M0 per 32 keys, amax/6 rounded up to a power of two,
-///   the cuBLAS rule, so nothing saturates; FLOOR would clip the largest p of a block).
-pub fn p_spec(format: Format) -> Spec {
+/// P requantized: codes (one a value), block scale bytes and the dequantized values.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PBlocks {
+    pub codes: Vec<u8>,
+    pub scales: Vec<u8>,
+    pub values: Vec<f32>,
+}
+
+/// P (already times `P_SCALE`, rows of a multiple of 32 keys, non-negative) requantized for
+/// inputs in `format`, in blocks along the keys. P's block scales have the type of V's,
+/// because one block-scaled `mma.sync` (sm_120a) takes one scale type for both operands:
+/// - NVFP4: blocks of 16, E4M3 scale amax/6 correctly rounded (NVFP4 one-level's scale, so
+///   nothing saturates by more than the E4M3 rounding); each p is multiplied by RN(1/scale)
+///   and rounded to E2M1. Not divided, as the quantizers do: the kernels' multiplication is
+///   one instruction where a correctly rounded quotient takes three, and it differs from the
+///   quotient by at most an ulp, which moves a code only at an exact E2M1 tie;
+/// - MXFP4: MXFP4 RCEIL (E8M0 per 32 keys, amax/6 rounded up to a power of two, the cuBLAS
+///   rule, so nothing saturates; FLOOR would clip the largest p of a block), elements
+///   multiplied by the exact reciprocal (`quant::quantize`).
+pub fn p_requantize(format: Format, p: &[f32]) -> PBlocks {
     match format {
-        Format::Nvfp4 => Spec::nvfp4(NvLevels::OneLevel),
-        Format::Mxfp4 => Spec::mxfp4(ScaleMode::Rceil),
+        Format::Mxfp4 => {
+            let (q, _) = quant::quantize(&Spec::mxfp4(ScaleMode::Rceil), &[1, p.len()], p)
+                .expect("P rows are finite and a multiple of 32 long");
+            PBlocks {
+                codes: quant::unpack(&q.data),
+                values: quant::dequantize(&q),
+                scales: q.scale,
+            }
+        }
+        Format::Nvfp4 => {
+            let mut out = PBlocks {
+                codes: Vec::with_capacity(p.len()),
+                scales: Vec::with_capacity(p.len() / 16),
+                values: Vec::with_capacity(p.len()),
+            };
+            for block in p.chunks(16) {
+                let amax = block.iter().fold(0.0f32, |m, &x| m.max(x));
+                let byte = nv_scale(amax.to_bits(), None);
+                let value = e4m3_to_f32(byte);
+                let rcp = 1.0 / value;
+                out.scales.push(byte);
+                for &x in block {
+                    let code = e2m1_encode(x * rcp);
+                    out.codes.push(code);
+                    out.values.push(e2m1_decode(code) * value);
+                }
+            }
+            out
+        }
     }
 }
 
 /// P is multiplied by 448·6 before requantization: a row's largest p (in (1/2, 1]) lands near
 /// the top of the E4M3 scale range, so block scales stay normal for every block within 2^-15
-/// of the row maximum. The factor cancels in O = Σ P·V / Σ P.
+/// of the row maximum. The factor cancels in O = Σ P·V / Σ P. (The wgmma kernel adds
+/// log2(2688) to the exponent instead of multiplying: equal to a few f32 ulps.)
 pub const P_SCALE: f32 = 2688.0;
 
 /// The factor Q·Kᵀ (of the operands as the kernel holds them) is multiplied by: log2(e)/√D
@@ -55,10 +97,10 @@ pub fn score_factor(qkv: &QuantizedQkv) -> f32 {
 /// 3. M = ceil(max_j s2[j]): the row maximum is kept as an integer.
 /// 4. p[j] = exp2(s2[j] − M) rounded to f32 (the reference evaluates exp2 in f64); masked
 ///    keys give 0. Every p is in (0, 1] and the largest is > 1/2.
-/// 5. P is requantized: p·`P_SCALE` (f32) goes through `p_spec` of the input format and
-///    back, giving pd[j] (still scaled by P_SCALE): NVFP4 one-level (blocks of 16 keys, E4M3
-///    scale amax/6) or MXFP4 RCEIL (blocks of 32 keys, E8M0 scale amax/6 rounded up to a
-///    power of two); elements divided by the scale and rounded to E2M1.
+/// 5. P is requantized: p·`P_SCALE` (f32) goes through `p_requantize` for the input format,
+///    giving pd[j] (still scaled by P_SCALE): blocks of 16 keys with an E4M3 scale amax/6
+///    (NVFP4) or of 32 keys with an E8M0 scale amax/6 rounded up to a power of two (MXFP4
+///    RCEIL); elements multiplied by RN(1/scale) and rounded to E2M1.
 /// 6. l = Σ_j pd[j] (the sum of the dequantized P, not of p), and
 ///    O[i,:] = ((Σ_j pd[j]·Vd[j,:]) / l) rounded to f32, times V's tensor scale (f32).
 ///
@@ -88,10 +130,10 @@ pub fn reference_quantized(qkv: &QuantizedQkv) -> Vec<f32> {
     };
     let c = score_factor(qkv) as f64;
     let v_ts = qkv.v_tensor_scale;
-    let p = p_spec(qkv.format);
+    let format = qkv.format;
     let mut out = vec![0.0f32; shape.q_len()];
     par_rows(&mut out, shape, |bh, row0, o| {
-        quantized_rows(&ops, &p, c, v_ts, bh, row0, o)
+        quantized_rows(&ops, format, c, v_ts, bh, row0, o)
     });
     out
 }
@@ -145,7 +187,7 @@ impl Operands<'_> {
 /// row), then P·V.
 fn quantized_rows(
     ops: &Operands,
-    p_spec: &Spec,
+    format: Format,
     c: f64,
     v_ts: f32,
     bh: usize,
@@ -168,7 +210,8 @@ fn quantized_rows(
         );
         exp2_rows(&s2, p_row);
     }
-    let pd = requantize_p(p_spec, &p, rows, skp);
+    let scaled: Vec<f32> = p.iter().map(|&x| x * P_SCALE).collect();
+    let pd = p_requantize(format, &scaled).values;
     let mut acc = vec![0.0f64; d];
     for (r, (pd_row, o)) in pd.chunks(skp).zip(out.chunks_mut(d)).enumerate() {
         let n = shape.visible_keys(row0 + r);
@@ -185,14 +228,6 @@ fn exp2_rows(s2: &[f64], p: &mut [f32]) {
     for (p, &s) in p.iter_mut().zip(s2) {
         *p = (s - m).exp2() as f32;
     }
-}
-
-/// P·P_SCALE through `spec` and back (still scaled).
-fn requantize_p(spec: &Spec, p: &[f32], rows: usize, skp: usize) -> Vec<f32> {
-    let scaled: Vec<f32> = p.iter().map(|&x| x * P_SCALE).collect();
-    let (pq, _) = quant::quantize(spec, &[rows, skp], &scaled)
-        .expect("P rows are finite and a multiple of 32 long");
-    quant::dequantize(&pq)
 }
 
 /// Rows row0.. of head bh of exact softmax attention.
@@ -306,21 +341,40 @@ mod tests {
             .map(|j| (-(j as f32) * 0.37).exp2() * P_SCALE)
             .collect();
         let scaled: Vec<f32> = p.iter().map(|&x| x * 0.125).collect();
-        let nv = p_spec(Format::Nvfp4);
-        let (a, _) = quant::quantize(&nv, &[1, 32], &p).unwrap();
-        let (b, _) = quant::quantize(&nv, &[1, 32], &scaled).unwrap();
-        assert_eq!(a.data, b.data);
-        for (sa, sb) in a.scale.iter().zip(&b.scale) {
+        let (a, b) = (
+            p_requantize(Format::Nvfp4, &p),
+            p_requantize(Format::Nvfp4, &scaled),
+        );
+        assert_eq!(a.codes, b.codes);
+        for (sa, sb) in a.scales.iter().zip(&b.scales) {
             assert_eq!(*sa, sb + (3 << 3));
         }
         // MXFP4 RCEIL: the same codes, every E8M0 scale 3 lower.
-        let mx = p_spec(Format::Mxfp4);
-        let (a, _) = quant::quantize(&mx, &[1, 32], &p).unwrap();
-        let (b, _) = quant::quantize(&mx, &[1, 32], &scaled).unwrap();
-        assert_eq!(a.data, b.data);
-        for (sa, sb) in a.scale.iter().zip(&b.scale) {
+        let (a, b) = (
+            p_requantize(Format::Mxfp4, &p),
+            p_requantize(Format::Mxfp4, &scaled),
+        );
+        assert_eq!(a.codes, b.codes);
+        for (sa, sb) in a.scales.iter().zip(&b.scales) {
             assert_eq!(*sa, sb + 3);
         }
+    }
+
+    #[test]
+    fn nvfp4_p_is_multiplied_by_the_rounded_reciprocal_not_divided() {
+        // Scale 240 (amax 1440 = 6·240, E4M3 0x77). 1200 / 240 = 5 is an E2M1 tie (4 | 6)
+        // and a correctly rounded division would send it to the even code, 4; RN(1/240) is a
+        // little above 1/240, so 1200 times it is an ulp above 5 and rounds to 6.
+        let mut p = vec![0.0f32; 16];
+        p[0] = 1440.0;
+        p[1] = 1200.0;
+        let q = p_requantize(Format::Nvfp4, &p);
+        assert_eq!(q.scales, vec![0x77]);
+        let scale = e4m3_to_f32(0x77);
+        assert_eq!(scale, 240.0);
+        assert!(p[1] * (1.0 / scale) > 5.0);
+        assert_eq!(q.values[..2], [1440.0, 1440.0]);
+        assert_eq!(q.codes[..3], [7, 7, 0]);
     }
 
     #[test]
