@@ -110,15 +110,17 @@ pub fn score_factor(qkv: &QuantizedQkv) -> f32 {
 /// max(ceil a, ceil b). A tile's p is exp2(s2 − m_t) = 2^(M − m_t)·exp2(s2 − M): the final
 /// values times a power of two. Scaling a block by 2^k scales its amax/6 by 2^k, and E4M3
 /// (or E8M0) rounding commutes with that while the scale stays inside [2^-6, 448] (or E8M0's
-/// range), so every element
-/// divided by its scale is unchanged: the codes are identical and the dequantized block is
+/// range), and so does the reciprocal, so every element times its reciprocal scale is
+/// unchanged: the codes are identical and the dequantized block is
 /// exactly 2^(M − m_t) times the one this reference gets. When m grows the kernel multiplies
 /// its O and l accumulators by 2^(m_old − m_new), also exact, so the tiled result is the
 /// two-pass result up to f32 accumulation order. A fractional running maximum would break
 /// this: the rescale would be an arbitrary factor, change the codes, and make the output
 /// depend on the tiling. (Limits: blocks whose scale hits the 2^-6 clamp, those more than
 /// 2^15 below the row maximum, can quantize differently, a negligible difference; the
-/// kernel's f32 subtraction s2 − m_t and its exp2 differ from the reference by f32 ulps.)
+/// kernel's f32 subtraction s2 − m_t and its exp2 differ from the reference by f32 ulps, and
+/// so does the wgmma kernel's exp2(s2 − m_t + log2 P_SCALE) from exp2(s2 − m_t)·P_SCALE:
+/// a code that sits on a rounding tie can move.)
 pub fn reference_quantized(qkv: &QuantizedQkv) -> Vec<f32> {
     let shape = &qkv.shape;
     let widen = |x: Vec<f32>| -> Vec<f64> { x.into_iter().map(f64::from).collect() };
