@@ -208,12 +208,15 @@ pub struct Variant {
 /// Three consumer warpgroups against two, per CTA-row of work (each K/V tile is decoded once
 /// for 192 rows instead of 128), measured A/B in one run on the H100 at B=1, H=32, S = 4096
 /// and 16384 and divided by the ratio of the wave efficiencies
-/// (reports/sm_90/attention/experiments/consumers-overlap): NVFP4 d = 128 1.18 at both
-/// lengths, MXFP4 d = 128 1.09–1.11; at d = 64 NVFP4 1.03–1.10, MXFP4 1.09–1.12.
+/// (reports/sm_90/attention/experiments/consumers-overlap, re-measured after P's
+/// requantization got shorter: experiments/consumers-after-p-requant): NVFP4 d = 128 1.18
+/// (re-measured 1.11–1.19), MXFP4 d = 128 1.15 (re-measured 1.09–1.16, 1.09–1.11 before);
+/// at d = 64 NVFP4 1.06 (1.00–1.09), MXFP4 1.09 (1.05–1.12).
 fn three_consumer_gain(format: Format, head_dim: usize) -> f64 {
     match (format, head_dim) {
         (Format::Nvfp4, 128) => 1.18,
         (Format::Nvfp4, _) => 1.06,
+        (Format::Mxfp4, 128) => 1.15,
         (Format::Mxfp4, _) => 1.09,
     }
 }
@@ -791,15 +794,19 @@ mod tests {
         let v = KernelPath::Wgmma.variants();
         let pick = |rows, bh| Variant::pick(&v, rows, bh, 132, Format::Mxfp4, 128).consumers;
         let pick_nv = |rows, bh, d| Variant::pick(&v, rows, bh, 132, Format::Nvfp4, d).consumers;
+        let pick_mx = |rows, bh, d| Variant::pick(&v, rows, bh, 132, Format::Mxfp4, d).consumers;
         // The H100 benchmark shapes (132 SMs, 32 heads), as measured: at S = 4096 the 192-row
-        // CTAs leave a third of their last wave idle, which costs MXFP4 1% and NVFP4 d = 64 2%
-        // but still wins 5% for NVFP4 d = 128; at S = 16384 they fill it (10–20% faster);
+        // CTAs leave a third of their last wave idle, which costs d = 64 1–6% but still wins
+        // 3% for MXFP4 and 5% for NVFP4 at d = 128; at S = 16384 they fill it (4–19% faster);
         // S = 1024 is two waves either way, half empty with 192 rows.
-        assert_eq!(pick(4096, 32), 2);
+        assert_eq!(pick(4096, 32), 3);
+        assert_eq!(pick_mx(4096, 32, 64), 2);
         assert_eq!(pick_nv(4096, 32, 128), 3);
         assert_eq!(pick_nv(4096, 32, 64), 2);
         assert_eq!(pick(16384, 32), 3);
+        assert_eq!(pick_mx(16384, 32, 64), 3);
         assert_eq!(pick_nv(16384, 32, 128), 3);
+        assert_eq!(pick_nv(16384, 32, 64), 3);
         assert_eq!(pick(1024, 32), 2);
         assert_eq!(pick_nv(1024, 32, 128), 2);
         // A single head of 192 rows: two CTAs of 128 on two SMs beat one of 192 on one.
