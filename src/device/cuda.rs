@@ -1020,6 +1020,16 @@ impl CudaBackend {
     /// and return the events' elapsed time in milliseconds.
     pub fn time_ms(&self, work: impl FnOnce() -> Result<()>) -> Result<f32> {
         drv(self.ctx.bind_to_thread(), "binding the CUDA context")?;
+        let (start, end) = Self::between_events(work)?;
+        drv(
+            result::ctx::synchronize(),
+            "running the kernel (cuCtxSynchronize)",
+        )?;
+        Self::elapsed_ms(&start, &end)
+    }
+
+    /// Record an event on the null stream of the bound context, enqueue `work`, record another.
+    fn between_events(work: impl FnOnce() -> Result<()>) -> Result<(Event, Event)> {
         let (start, end) = (Event::new()?, Event::new()?);
         let null: sys::CUstream = std::ptr::null_mut();
         // SAFETY: the events are live; recording on the null stream of the bound context.
@@ -1033,11 +1043,12 @@ impl CudaBackend {
             unsafe { result::event::record(end.0, null) },
             "cuEventRecord",
         )?;
-        drv(
-            result::ctx::synchronize(),
-            "running the kernel (cuCtxSynchronize)",
-        )?;
-        // SAFETY: both events were recorded and have completed (synchronised above).
+        Ok((start, end))
+    }
+
+    /// Milliseconds between two events recorded by `between_events`, once both completed.
+    fn elapsed_ms(start: &Event, end: &Event) -> Result<f32> {
+        // SAFETY: both events were recorded, and the caller waited for them.
         drv(
             unsafe { result::event::elapsed(start.0, end.0) },
             "cuEventElapsedTime",
@@ -1083,32 +1094,12 @@ impl CudaBackend {
             }
             Timed::Queued => {
                 drv(self.ctx.bind_to_thread(), "binding the CUDA context")?;
-                let null: sys::CUstream = std::ptr::null_mut();
-                let mut pairs = Vec::with_capacity(repeats.max(1));
-                for _ in 0..repeats.max(1) {
-                    let (start, end) = (Event::new()?, Event::new()?);
-                    // SAFETY: the events are live; recording on the null stream of the bound
-                    // context.
-                    drv(
-                        unsafe { result::event::record(start.0, null) },
-                        "cuEventRecord",
-                    )?;
-                    work()?;
-                    // SAFETY: as above.
-                    drv(
-                        unsafe { result::event::record(end.0, null) },
-                        "cuEventRecord",
-                    )?;
-                    pairs.push((start, end));
-                }
+                let pairs = (0..repeats.max(1))
+                    .map(|_| Self::between_events(&mut work))
+                    .collect::<Result<Vec<_>>>()?;
                 self.synchronize()?;
                 for (start, end) in &pairs {
-                    // SAFETY: both events were recorded and have completed (synchronised).
-                    let t = drv(
-                        unsafe { result::event::elapsed(start.0, end.0) },
-                        "cuEventElapsedTime",
-                    )?;
-                    ms.push(t as f64);
+                    ms.push(Self::elapsed_ms(start, end)? as f64);
                 }
             }
         }
