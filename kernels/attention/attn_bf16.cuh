@@ -265,7 +265,8 @@ __device__ __forceinline__ void store_tile(Smem<D, FMT>& sm, const Prefetch<D>& 
 template <int D, int FMT>
 __device__ void attention(const u8* __restrict__ q_data, const u8* __restrict__ q_scale, const u8* __restrict__ k_data,
                           const u8* __restrict__ k_scale, const u8* __restrict__ v_data, const u8* __restrict__ v_scale,
-                          float* __restrict__ out, int Sq, int Sk, int Skp, int causal, const float* ts, float c0) {
+                          float* __restrict__ out, int Sq, int Sk, int Skp, int causal, const float* ts, float c0,
+                          u32 /*bh_count*/, u32* /*counters*/, float* /*partials*/) {  // a grid of (row blocks, heads)
     const float c = __fmul_rn(__fmul_rn(ts[0], ts[1]), c0), v_ts = ts[2];
     constexpr int B = Blk<FMT>::n, BC = Tile<D>::BC, NT = Tile<D>::NT;
     __shared__ Smem<D, FMT> sm;

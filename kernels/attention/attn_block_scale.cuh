@@ -396,7 +396,8 @@ __device__ __forceinline__ u32 load_reg(const u8* p) {
 template <int D, int FMT>
 __device__ void attention(const u8* __restrict__ q_data, const u8* __restrict__ q_scale, const u8* __restrict__ k_data,
                           const u8* __restrict__ k_scale, const u8* __restrict__ v_data, const u8* __restrict__ v_scale,
-                          float* __restrict__ out, int Sq, int Sk, int Skp, int causal, const float* ts, float c0) {
+                          float* __restrict__ out, int Sq, int Sk, int Skp, int causal, const float* ts, float c0,
+                          u32 /*bh_count*/, u32* /*counters*/, float* /*partials*/) {  // a grid of (row blocks, heads)
     using M = Bs<FMT>;
     using DL = DLayoutOf<FMT>;
     constexpr int B = Blk<FMT>::n, NT = Step<FMT>::NT, KC = D / M::kK, KB = M::kKB;

@@ -250,10 +250,15 @@ __device__ __forceinline__ HeadOffsets head_offsets(u64 bh, int Sq, int Sk, int 
     return {bh * Sq * (D / 2), bh * Sq * (D / B), bh * Sk * (D / 2), bh * Sk * (D / B), bh * D * (Skp / 2), bh * D * (Skp / B)};
 }
 
-// Keys this CTA visits: all of them, or with the causal mask those up to its last query row.
-__device__ __forceinline__ int cta_key_end(int Sq, int Sk, int causal) {
-    const int q_last = min(blockIdx.x * BR + BR, Sq) - 1;
+// The keys row block rb (BR query rows) visits: all of them, or with the causal mask those up
+// to its last row.
+__device__ __forceinline__ int row_block_key_end(int rb, int Sq, int Sk, int causal) {
+    const int q_last = min(rb * BR + BR, Sq) - 1;
     return causal ? min(Sk, q_last + 1) : Sk;
+}
+// ... for a grid of one CTA per row block.
+__device__ __forceinline__ int cta_key_end(int Sq, int Sk, int causal) {
+    return row_block_key_end(blockIdx.x, Sq, Sk, causal);
 }
 
 // O / l times V's tensor scale, f32 out [bh][Sq][D], from the accumulators of a warp's 16 rows
@@ -274,13 +279,15 @@ __device__ __forceinline__ void store_o(const float (&o)[D / DL::n][DL::regs], c
 
 // An entry point attn_<format>_d<D> around the body's ATTN_BODY<D, FMT> (attn::attention, or
 // what the body names) with the body's ATTN_LAUNCH_BOUNDS (the host's signature:
-// src/attention/kernel.rs, enqueue_raw).
+// src/attention/kernel.rs, enqueue_raw). bh_count, counters and partials are for the
+// persistent wgmma body (attn_stream_k.cuh); the others take a grid of (row blocks, heads).
 #define ATTN_ENTRY(NAME, D, FMT)                                                                   \
     extern "C" __global__ void ATTN_LAUNCH_BOUNDS                                                  \
         NAME(const unsigned char* q_data, const unsigned char* q_scale, const unsigned char* k_data,   \
              const unsigned char* k_scale, const unsigned char* v_data, const unsigned char* v_scale,  \
              float* out, unsigned Sq, unsigned Sk, unsigned Skp, unsigned causal, const float* ts,     \
-             unsigned c0_bits) {                                                                     \
+             unsigned c0_bits, unsigned bh_count, unsigned* counters, float* partials) {             \
         ATTN_BODY<D, FMT>(q_data, q_scale, k_data, k_scale, v_data, v_scale, out, (int)Sq, (int)Sk, \
-                                (int)Skp, (int)causal, ts, __uint_as_float(c0_bits));                 \
+                          (int)Skp, (int)causal, ts, __uint_as_float(c0_bits), bh_count, counters,  \
+                          partials);                                                                \
     }

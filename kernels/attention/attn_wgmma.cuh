@@ -9,6 +9,10 @@
 //     from registers, the requantized S; Vᵀ from shared memory), with the online softmax and
 //     P's requantization in between; with two, tile j's S and tile j-1's P·V are issued
 //     together and P·V runs during tile j's softmax (ATTN_WG_OVERLAP).
+// The grid is persistent (attn_stream_k.cuh): one CTA per multiprocessor walks an even share
+// of the launch's key tiles, row block after row block, the producer decoding each row
+// block's Q into one of two Q buffers while the consumers finish the one before; a row block
+// cut between two CTAs is finished by the later of them from both partial results.
 // Head dimensions 64 and 128 (D = 256 does not fit the accumulators in registers; the host
 // runs it on the bf16 body).
 //
@@ -33,6 +37,7 @@
 
 #include "attention/attn_bf16.cuh"
 #include "attention/wgmma_bf16.cuh"
+#include "attention/attn_stream_k.cuh"
 
 // Consumer warpgroups per CTA (64 query rows each): 2, or 3 for a 192-row tile (the host
 // reads ATTN_WG_CONSUMERS from its defines and launches 16·ATTN_WARPS rows, 128·(C+1) threads).
@@ -53,12 +58,19 @@ static_assert(BR == 64 * CONSUMERS, "the host launches BR = 16·ATTN_WARPS = 64�
 #ifndef ATTN_WG_OVERLAP
 #define ATTN_WG_OVERLAP (ATTN_WG_CONSUMERS == 2)
 #endif
+// The producer holds a row block's Q chunks and a key tile's at once when a segment starts;
+// 80 registers cost three consumer warpgroups nothing (144 each with 72 or 80; two get 208).
 #ifndef ATTN_PRODUCER_REGS
-#define ATTN_PRODUCER_REGS 72
+#define ATTN_PRODUCER_REGS 80
 #endif
 constexpr int PRODUCER_REGS = ATTN_PRODUCER_REGS;
-constexpr int CONSUMER_REGS = (65536 / 128 - PRODUCER_REGS) / CONSUMERS / 8 * 8;
+// The CTA's register pool is what ptxas gives each thread under the launch bounds (64K over
+// THREADS, in steps of 8: 168 for two consumer warpgroups, 128 for three) times THREADS; the
+// consumers may take only what the producer gives back, or setmaxnreg.inc waits forever.
+constexpr int LAUNCH_REGS = 65536 / THREADS / 8 * 8;
+constexpr int CONSUMER_REGS = ((CONSUMERS + 1) * LAUNCH_REGS - PRODUCER_REGS) / CONSUMERS / 8 * 8;
 static_assert(CONSUMER_REGS <= 256, "setmaxnreg takes at most 256");
+static_assert(PRODUCER_REGS + CONSUMERS * CONSUMER_REGS <= (CONSUMERS + 1) * LAUNCH_REGS, "within the CTA's pool");
 
 #ifndef ATTN_STAGES
 #define ATTN_STAGES 3
@@ -76,15 +88,18 @@ struct Geo {
     static constexpr int STAGE_BYTES = K_BYTES + V_BYTES;
     // The dynamic shared memory the host gives a CTA (src/attention/kernel.rs:
     // Variant::dynamic_smem); the kernel traps if given less.
-    static constexpr int SMEM = Q_BYTES + STAGES * STAGE_BYTES;
+    static constexpr int SMEM = 2 * Q_BYTES + STAGES * STAGE_BYTES;
 };
 
-// Named barriers (0 is __syncthreads): tile s of the ring is full / empty; warpgroup w's Q
-// is stored.
+// Named barriers (0 is __syncthreads): tile s of the ring is full / empty; Q buffer b is full
+// / empty; consumer warpgroup w's own (a cut item's end); the producer's own (its next Work).
 __device__ __forceinline__ int bar_full(int s) { return 1 + s; }
 __device__ __forceinline__ int bar_empty(int s) { return 1 + STAGES + s; }
-__device__ __forceinline__ int bar_q(int w) { return 1 + 2 * STAGES + w; }
-static_assert(1 + 2 * STAGES + CONSUMERS <= 16, "16 named barriers");
+__device__ __forceinline__ int bar_q_full(int b) { return 1 + 2 * STAGES + b; }
+__device__ __forceinline__ int bar_q_empty(int b) { return 3 + 2 * STAGES + b; }
+__device__ __forceinline__ int bar_wg(int w) { return 5 + 2 * STAGES + w; }
+__device__ __forceinline__ int bar_producer() { return 5 + 2 * STAGES + CONSUMERS; }
+static_assert(6 + 2 * STAGES + CONSUMERS <= 16, "16 named barriers");
 
 __device__ __forceinline__ void bar_sync(int id, int n) { asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(n) : "memory"); }
 __device__ __forceinline__ void bar_arrive(int id, int n) { asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(n) : "memory"); }
@@ -194,6 +209,12 @@ __device__ __forceinline__ void decode_chunk(const Chunk& c, unsigned char* tile
 
 __device__ __forceinline__ uint4 ldg16(const u8* p) { return __ldg(reinterpret_cast<const uint4*>(p)); }
 
+// The launch's operands (every head; head_offsets finds one) and V's padded key length.
+struct Operands {
+    const u8 *q_data, *q_scale, *k_data, *k_scale, *v_data, *v_scale;
+    int Skp;
+};
+
 // ---- the producer ------------------------------------------------------------------------
 
 // The FP4 chunks of one key tile a producer thread decodes: K chunk i is key i % BC, d from
@@ -250,22 +271,84 @@ __device__ __forceinline__ void store(const TileChunks<D>& tc, unsigned char* st
     }
 }
 
+// The consumers' next Work, by one producer thread: the schedule and its cursor stay in shared
+// memory, out of the producer's registers (which hold a segment's Q and a key tile at once).
+__device__ __noinline__ void next_work(const Schedule* sc, Schedule::Cursor* cur, Work* out) {
+    Segment sg;
+    if (sc->next(*cur, sg))
+        *out = sc->work(sg);
+    else
+        out->tiles = 0;
+}
+
+// The producer's walk over its CTA's segments (attn_stream_k.cuh): per segment, its Work and
+// the item's Q rows decoded into one of two Q buffers (the consumers still read the other),
+// then its key tiles through the ring, each fetched while the one before is stored.
 template <int D, int FMT>
-__device__ __forceinline__ void produce(unsigned char* stages, const u8* k_data, const u8* k_scale, const u8* v_data,
-                                        const u8* v_scale, int tiles, int Sk, int Skp, int t) {
-    constexpr int BC = Geo<D>::BC;
-    TileChunks<D> tc;
-    fetch<D, FMT>(tc, k_data, k_scale, v_data, v_scale, 0, Sk, Skp, t);
-    for (int j = 0; j < tiles; ++j) {
-        const int s = j % STAGES;
-        if (j >= STAGES) bar_sync(bar_empty(s), THREADS);
-        store<D, FMT>(tc, stages + s * Geo<D>::STAGE_BYTES, t);
-        fence_async_smem();
-        bar_arrive(bar_full(s), THREADS);
-        if (j + 1 < tiles) fetch<D, FMT>(tc, k_data, k_scale, v_data, v_scale, (j + 1) * BC, Sk, Skp, t);
+__device__ __forceinline__ void produce(int Sq, int Sk, int causal, u32 bh_count, unsigned char* q_tiles, Work* works,
+                                        unsigned char* stages, const Operands& op, int t) {
+    constexpr int B = Blk<FMT>::n, BC = Geo<D>::BC, QW = 64 * (D / 32) / 128, QC = CONSUMERS * QW;
+    static_assert(QW * 128 == 64 * (D / 32), "whole Q chunks per thread");
+    __shared__ Schedule sched;
+    __shared__ Schedule::Cursor cursor;
+    if (t == 0) {
+        sched.init(Sq, Sk, causal, BC, bh_count, gridDim.x);
+        sched.start(cursor, blockIdx.x);
     }
-    // Take the consumers' last releases, so no barrier is left half-arrived.
-    for (int j = max(tiles - STAGES, 0); j < tiles; ++j) bar_sync(bar_empty(j % STAGES), THREADS);
+    const int Skp = op.Skp;
+    int ring = 0, seg = 0;
+    for (;; ++seg) {
+        if (seg >= 2) bar_sync(bar_q_empty(seg & 1), THREADS);
+        if (t == 0) next_work(&sched, &cursor, &works[seg & 1]);
+        bar_sync(bar_producer(), 128);
+        const Work sg = works[seg & 1];
+        if (sg.tiles == 0) break;
+        const HeadOffsets at = head_offsets<D, FMT>(sg.bh, Sq, Sk, Skp);
+        const u8 *k_data = op.k_data + at.k_data, *k_scale = op.k_scale + at.k_scale;
+        const u8 *v_data = op.v_data + at.v_data, *v_scale = op.v_scale + at.v_scale;
+        TileChunks<D> tc;
+        fetch<D, FMT>(tc, k_data, k_scale, v_data, v_scale, sg.t0 * BC, Sk, Skp, t);
+        // Q rows rb·BR.. (past Sq zero), loaded together with the first tile. Chunk c of a
+        // thread is in consumer w = c / QW's 64 rows: row i % 64, d from 32·(i / 64), i = t +
+        // 128·(c % QW): the same few offsets for every w, so the compiler keeps them in
+        // registers (an index i % BR had it spill six of each).
+        // tq is t, opaque to the compiler: the Q offsets are recomputed per segment (a few
+        // instructions) instead of being hoisted out of the segment loop and held across the
+        // tile loop.
+        int tq;
+        asm volatile("mov.b32 %0, %1;" : "=r"(tq) : "r"(t));
+        Chunk qc[QC];
+#pragma unroll
+        for (int c = 0; c < QC; ++c) {
+            const int i = tq + 128 * (c % QW), row = sg.rb * BR + 64 * (c / QW) + i % 64, d0 = 32 * (i / 64);
+            qc[c] = {{0u, 0u, 0u, 0u}, 0u};
+            if (row < Sq) {
+                qc[c].bytes = ldg16(op.q_data + at.q_data + (u64)row * (D / 2) + d0 / 2);
+                qc[c].scales = load_scales<FMT>(op.q_scale + at.q_scale + (u64)row * (D / B) + d0 / B);
+            }
+        }
+        unsigned char* q_tile = q_tiles + (seg & 1) * Geo<D>::Q_BYTES;
+#pragma unroll
+        for (int c = 0; c < QC; ++c) {
+            const int i = tq + 128 * (c % QW);
+            decode_chunk<FMT, D>(qc[c], q_tile + 64 * (c / QW) * D * 2, i % 64, 32 * (i / 64));
+        }
+        fence_async_smem();
+        bar_arrive(bar_q_full(seg & 1), THREADS);
+        for (int j = sg.t0; j < sg.t1; ++j, ++ring) {
+            const int s = ring % STAGES;
+            if (ring >= STAGES) bar_sync(bar_empty(s), THREADS);
+            store<D, FMT>(tc, stages + s * Geo<D>::STAGE_BYTES, t);
+            fence_async_smem();
+            bar_arrive(bar_full(s), THREADS);
+            if (j + 1 < sg.t1) fetch<D, FMT>(tc, k_data, k_scale, v_data, v_scale, (j + 1) * BC, Sk, Skp, t);
+        }
+    }
+    // The end (the Work of no tiles, in slot seg & 1) told; take the consumers' last releases,
+    // so no barrier is left half-arrived.
+    bar_arrive(bar_q_full(seg & 1), THREADS);
+    for (int r = max(ring - STAGES, 0); r < ring; ++r) bar_sync(bar_empty(r % STAGES), THREADS);
+    if (seg >= 1) bar_sync(bar_q_empty((seg - 1) & 1), THREADS);
 }
 
 // ---- the consumers -----------------------------------------------------------------------
@@ -381,25 +464,28 @@ __device__ __forceinline__ void issue_pv(float (&o)[Wgmma<D>::regs], const u32 (
     wgmma_commit();
 }
 
-// A consumer warpgroup's loop, pipelined as FlashAttention-3's intra-warpgroup overlap: tile
-// j's S = Q·Kᵀ and tile j-1's O += P·V are issued together; the softmax of tile j runs while
-// the tensor cores finish P·V, then O is rescaled by tile j's alpha (O·α_j + P_j·V_j in the
-// next round: the same sequence of operations as attn_bf16.cuh).
+// A consumer warpgroup's work on one segment (key tiles t0..t1 of item (bh, rb), from ring
+// position ring0), pipelined as FlashAttention-3's intra-warpgroup overlap: tile j's S = Q·Kᵀ
+// and tile j-1's O += P·V are issued together; the softmax of tile j runs while the tensor
+// cores finish P·V, then O is rescaled by tile j's alpha (O·α_j + P_j·V_j in the next round:
+// the same sequence of operations as attn_bf16.cuh). Leaves the segment's unnormalized O and
+// row state in o and st.
 template <int D, int FMT>
-__device__ __forceinline__ void consume(const unsigned char* q_tile, const unsigned char* stages, float* out, u64 bh,
-                                        int Sq, int Sk, int causal, int tiles, float c, float v_ts, int w, int t) {
+__device__ __forceinline__ void consume(u32 q_addr, u32 st_addr, int ring0, const Work& sg, int Sk, int causal,
+                                        float c, int w, int t, float (&o)[Wgmma<D>::regs], RowState& st) {
     constexpr int BC = Geo<D>::BC;
     using WS = Wgmma<BC>;
     using WO = Wgmma<D>;
     const int lane = t % 32, warp = t / 32;  // warp of the warpgroup: rows 16·warp..+15
-    const int q_wg = blockIdx.x * BR + 64 * w, q0 = q_wg + 16 * warp;
-    const u32 q_addr = (u32)__cvta_generic_to_shared(q_tile) + 64 * w * D * 2;
-    const u32 st_addr = (u32)__cvta_generic_to_shared(stages);
-    auto k_addr = [&](int j) { return st_addr + (j % STAGES) * Geo<D>::STAGE_BYTES; };
-    auto edge = [&](int key0) { return key0 + BC > Sk || (causal && key0 + BC - 1 > q_wg); };
+    const int q_wg = sg.rb * BR + 64 * w, q0 = q_wg + 16 * warp;
+    const int tiles = sg.t1 - sg.t0;
+    // Tile i of the segment: key tile t0 + i, in ring stage (ring0 + i) % STAGES.
+    auto stage = [&](int i) { return (ring0 + i) % STAGES; };
+    auto k_addr = [&](int i) { return st_addr + stage(i) * Geo<D>::STAGE_BYTES; };
+    auto key0 = [&](int i) { return (sg.t0 + i) * BC; };
+    auto edge = [&](int i) { return key0(i) + BC > Sk || (causal && key0(i) + BC - 1 > q_wg); };
 
-    RowState st;
-    float o[WO::regs];
+    st = RowState();
 #pragma unroll
     for (int i = 0; i < WO::regs; ++i) o[i] = 0.0f;
     float sacc[WS::regs], alpha[2];
@@ -408,13 +494,13 @@ __device__ __forceinline__ void consume(const unsigned char* q_tile, const unsig
 
     u64 dq[D / 16], dk[D / 16], dv[BC / 16];
     step_descs<D>(dq, q_addr);
-    bar_sync(bar_full(0), THREADS);
+    bar_sync(bar_full(stage(0)), THREADS);
     step_descs<D>(dk, k_addr(0));
     wgmma_fence();
     issue_s<D>(sacc, dq, dk);
     wgmma_wait<0>();
     fence_regs(sacc);
-    softmax_to_p<D, FMT>(sacc, st, c, edge(0), 0, q0, Sk, causal, lane, a, alpha);  // alpha = 0: O is 0
+    softmax_to_p<D, FMT>(sacc, st, c, edge(0), key0(0), q0, Sk, causal, lane, a, alpha);  // alpha = 0: O is 0
 
     // O·alpha, only when some row of the warp has a new maximum (rescale_o's rule, for the
     // wgmma accumulator's flat register list).
@@ -424,32 +510,32 @@ __device__ __forceinline__ void consume(const unsigned char* q_tile, const unsig
             for (int i = 0; i < WO::regs; ++i) o[i] = __fmul_rn(o[i], alpha[d_half(i % L::kD_regs)]);
         }
     };
-    // P·V of tile j (P in p_in) on its own, waited for; tile j's stage released.
-    auto pv_alone = [&](int j, u32(&p_in)[BC / 16][L::kA_regs]) {
-        step_descs<BC>(dv, k_addr(j) + Geo<D>::K_BYTES);
+    // P·V of tile i (P in p_in) on its own, waited for; tile i's stage released.
+    auto pv_alone = [&](int i, u32(&p_in)[BC / 16][L::kA_regs]) {
+        step_descs<BC>(dv, k_addr(i) + Geo<D>::K_BYTES);
         wgmma_fence();
         issue_pv<D>(o, p_in, dv);
         wgmma_wait<0>();
         fence_regs(o);
-        bar_arrive(bar_empty(j % STAGES), THREADS);
+        bar_arrive(bar_empty(stage(i)), THREADS);
     };
-    // One round: S of tile j and P·V of tile j-1 (P in p_in) issued together, tile j's P into
+    // One round: S of tile i and P·V of tile i-1 (P in p_in) issued together, tile i's P into
     // p_out. The loop runs rounds in pairs with the two P buffers swapped, so no P register is
     // copied: a copy into the buffer an in-flight wgmma reads would make ptxas serialize.
-    auto round = [&](int j, u32(&p_in)[BC / 16][L::kA_regs], u32(&p_out)[BC / 16][L::kA_regs]) {
-        step_descs<BC>(dv, k_addr(j - 1) + Geo<D>::K_BYTES);
-        bar_sync(bar_full(j % STAGES), THREADS);
-        step_descs<D>(dk, k_addr(j));
+    auto round = [&](int i, u32(&p_in)[BC / 16][L::kA_regs], u32(&p_out)[BC / 16][L::kA_regs]) {
+        step_descs<BC>(dv, k_addr(i - 1) + Geo<D>::K_BYTES);
+        bar_sync(bar_full(stage(i)), THREADS);
+        step_descs<D>(dk, k_addr(i));
         wgmma_fence();
         issue_s<D>(sacc, dq, dk);
         issue_pv<D>(o, p_in, dv);
-        wgmma_wait<1>();  // S of tile j; P·V of tile j-1 may still run
+        wgmma_wait<1>();  // S of tile i; P·V of tile i-1 may still run
         fence_regs(sacc);
-        softmax_to_p<D, FMT>(sacc, st, c, edge(j * BC), j * BC, q0, Sk, causal, lane, p_out, alpha);
+        softmax_to_p<D, FMT>(sacc, st, c, edge(i), key0(i), q0, Sk, causal, lane, p_out, alpha);
         wgmma_wait<0>();
         fence_regs(o);
         fence_regs(p_in);
-        bar_arrive(bar_empty((j - 1) % STAGES), THREADS);
+        bar_arrive(bar_empty(stage(i - 1)), THREADS);
         rescale();
     };
     // The last tile's P·V.
@@ -457,95 +543,165 @@ __device__ __forceinline__ void consume(const unsigned char* q_tile, const unsig
 #if !ATTN_WG_OVERLAP
     // Without the overlap (three consumer warpgroups have registers for one P buffer only):
     // each tile's P·V right after its softmax; the other warpgroups keep the tensor cores busy.
-    for (int j = 1; j < tiles; ++j) {
-        pv_alone(j - 1, a);
-        bar_sync(bar_full(j % STAGES), THREADS);
-        step_descs<D>(dk, k_addr(j));
+    for (int i = 1; i < tiles; ++i) {
+        pv_alone(i - 1, a);
+        bar_sync(bar_full(stage(i)), THREADS);
+        step_descs<D>(dk, k_addr(i));
         wgmma_fence();
         issue_s<D>(sacc, dq, dk);
         wgmma_wait<0>();
         fence_regs(sacc);
-        softmax_to_p<D, FMT>(sacc, st, c, edge(j * BC), j * BC, q0, Sk, causal, lane, a, alpha);
+        softmax_to_p<D, FMT>(sacc, st, c, edge(i), key0(i), q0, Sk, causal, lane, a, alpha);
         rescale();
     }
     finish(a);
 #else
     u32 a2[BC / 16][L::kA_regs];
-    int j = 1;
-    for (; j + 1 < tiles; j += 2) {
-        round(j, a, a2);
-        round(j + 1, a2, a);
+    int i = 1;
+    for (; i + 1 < tiles; i += 2) {
+        round(i, a, a2);
+        round(i + 1, a2, a);
     }
-    if (j < tiles) {
-        round(j, a, a2);
+    if (i < tiles) {
+        round(i, a, a2);
         finish(a2);
     } else {
         finish(a);
     }
 #endif
+}
 
-    // O / l times V's tensor scale (and 2^7 per NVFP4 operand scaling), f32 out [bh][Sq][D].
+// O / l times V's tensor scale (and 2^7 per NVFP4 operand scaling), f32 out [bh][Sq][D], for
+// this thread's accumulator registers (rows from q0).
+template <int D>
+__device__ __forceinline__ void store_rows(const float (&o)[Wgmma<D>::regs], const float (&l)[2], float v_ts,
+                                           float* out, u64 bh, int Sq, int q0, int lane) {
 #pragma unroll
-    for (int i = 0; i < WO::regs; ++i) {
+    for (int i = 0; i < Wgmma<D>::regs; ++i) {
         const int nt = i / L::kD_regs, r = i % L::kD_regs;
         const int row = q0 + L::d_row_formula(lane, r, 0), d = nt * L::kN + L::d_col_formula(lane, r, 0);
-        if (row < Sq) out[(bh * Sq + row) * D + d] = __fmul_rn(__fdiv_rn(o[i], st.l_run[d_half(r)]), v_ts);
+        if (row < Sq) out[(bh * Sq + row) * D + d] = __fmul_rn(__fdiv_rn(o[i], l[d_half(r)]), v_ts);
     }
+}
+
+// A piece's partial result in the workspace: per (CTA, slot) and consumer warpgroup, the 128
+// threads' O registers, then their row maxima and sums (two each), [word][thread] so a
+// warpgroup's stores and loads are coalesced. src/attention/schedule.rs sizes the workspace
+// from WORDS.
+template <int D>
+struct Partial {
+    static constexpr int WORDS = Wgmma<D>::regs + 4;
+    static __device__ __forceinline__ float* at(float* partials, u32 g, int slot, int w) {
+        return partials + ((u64)(2 * g + slot) * CONSUMERS + w) * (128 * WORDS);
+    }
+};
+
+// The end of a piece of a cut item (attn_stream_k.cuh): its partial result to the workspace;
+// the last piece of the item to get here adds all of them up, in piece order, each scaled by
+// 2^(its maximum - the largest), and stores O. counters holds the pieces ended so far per item
+// and warpgroup, and is left at 0 for the next launch.
+template <int D>
+__device__ __forceinline__ void finish_split(const Work& wk, const float (&o)[Wgmma<D>::regs], const RowState& st,
+                                             float* partials, u32* counters, float v_ts, float* out, int Sq, int w,
+                                             int t) {
+    constexpr int R = Wgmma<D>::regs;
+    __shared__ int last[CONSUMERS];
+    float* mine = Partial<D>::at(partials, blockIdx.x, wk.slot(blockIdx.x), w);
+#pragma unroll
+    for (int i = 0; i < R; ++i) __stcg(mine + i * 128 + t, o[i]);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        __stcg(mine + (R + h) * 128 + t, st.m_run[h]);
+        __stcg(mine + (R + 2 + h) * 128 + t, st.l_run[h]);
+    }
+    __threadfence();
+    bar_sync(bar_wg(w), 128);
+    if (t == 0) {
+        u32* count = counters + (u64)wk.item * CONSUMERS + w;
+        last[w] = atomicAdd(count, 1u) == wk.g1 - wk.g0;
+        if (last[w]) atomicExch(count, 0u);
+    }
+    bar_sync(bar_wg(w), 128);
+    if (!last[w]) return;
+    __threadfence();
+    float m[2] = {NEG_INF, NEG_INF}, l[2] = {0.0f, 0.0f}, sum[R];
+#pragma unroll
+    for (int i = 0; i < R; ++i) sum[i] = 0.0f;
+    for (u32 p = wk.g0; p <= wk.g1; ++p) {
+        const float* part = Partial<D>::at(partials, p, wk.slot(p), w);
+#pragma unroll
+        for (int h = 0; h < 2; ++h) m[h] = fmaxf(m[h], __ldcg(part + (R + h) * 128 + t));
+    }
+    for (u32 p = wk.g0; p <= wk.g1; ++p) {
+        const float* part = Partial<D>::at(partials, p, wk.slot(p), w);
+        float f[2];
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            // 2^(m_p - m) exactly (both integers); 0 for a piece that saw only masked keys.
+            const float mp = __ldcg(part + (R + h) * 128 + t);
+            const int drop = mp == NEG_INF ? -1000 : (int)(mp - m[h]);
+            f[h] = drop < -126 ? 0.0f : __int_as_float((127 + drop) << 23);
+            l[h] = __fadd_rn(l[h], __fmul_rn(__ldcg(part + (R + 2 + h) * 128 + t), f[h]));
+        }
+#pragma unroll
+        for (int i = 0; i < R; ++i) sum[i] = __fadd_rn(sum[i], __fmul_rn(__ldcg(part + i * 128 + t), f[d_half(i % L::kD_regs)]));
+    }
+    store_rows<D>(sum, l, v_ts, out, wk.bh, Sq, wk.rb * BR + 64 * w + 16 * (t / 32), t % 32);
 }
 
 }  // namespace wg
 
+// The kernel: a persistent CTA (blockIdx.x of gridDim.x) walks its stream-K segments.
 template <int D, int FMT>
 __device__ void attention_wgmma(const u8* __restrict__ q_data, const u8* __restrict__ q_scale,
                                 const u8* __restrict__ k_data, const u8* __restrict__ k_scale,
                                 const u8* __restrict__ v_data, const u8* __restrict__ v_scale, float* __restrict__ out,
-                                int Sq, int Sk, int Skp, int causal, const float* ts, float c0) {
+                                int Sq, int Sk, int Skp, int causal, const float* ts, float c0, u32 bh_count,
+                                u32* counters, float* partials) {
     using namespace wg;
-    constexpr int B = Blk<FMT>::n, BC = Geo<D>::BC;
     constexpr float OPERAND = WordScale<FMT>::OPERAND_LOG2 == 0 ? 1.0f : 128.0f;  // 2^-OPERAND_LOG2
     extern __shared__ __align__(128) unsigned char smem[];
     unsigned dyn;
     asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dyn));
     if (dyn < (unsigned)Geo<D>::SMEM) __trap();  // the host's size must match Geo<D>::SMEM
-    unsigned char* q_tile = smem;
-    unsigned char* stages = smem + Geo<D>::Q_BYTES;
+    unsigned char* q_tiles = smem;  // two, one per segment in flight
+    unsigned char* stages = smem + 2 * Geo<D>::Q_BYTES;
+    __shared__ Work works[2];  // the segment of each Q buffer
 
     // The warpgroup index through a shuffle from lane 0, so the compiler knows it is
     // warp-uniform: the wgmma descriptors built from it then live in uniform registers, with
     // no per-wgmma moves from vector registers.
     const int tid = threadIdx.x, wgi = __shfl_sync(0xffffffffu, tid / 128, 0), t = tid % 128;
-    const u64 bh = blockIdx.y;
-    const HeadOffsets at = head_offsets<D, FMT>(bh, Sq, Sk, Skp);
-    const int key_end = cta_key_end(Sq, Sk, causal);
-    const int tiles = (key_end + BC - 1) / BC;
 
     // Registers move from the producer (decode needs few) to the consumers (S, P and O
     // accumulators): 128·PRODUCER_REGS + 128·CONSUMERS·CONSUMER_REGS <= 64K.
     if (wgi == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(PRODUCER_REGS));
-        produce<D, FMT>(stages, k_data + at.k_data, k_scale + at.k_scale, v_data + at.v_data, v_scale + at.v_scale, tiles,
-                        Sk, Skp, t);
+        produce<D, FMT>(Sq, Sk, causal, bh_count, q_tiles, works, stages,
+                        Operands{q_data, q_scale, k_data, k_scale, v_data, v_scale, Skp}, t);
         return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(CONSUMER_REGS));
     const int w = wgi - 1;
-    // This warpgroup's 64 Q rows, decoded once (rows past Sq zero).
-    q_data += at.q_data, q_scale += at.q_scale;
-#pragma unroll
-    for (int c = 0; c < 64 * (D / 32) / 128; ++c) {
-        const int i = t + 128 * c, r = i % 64, d0 = 32 * (i / 64), row = blockIdx.x * BR + 64 * w + r;
-        Chunk ch = {{0u, 0u, 0u, 0u}, 0u};
-        if (row < Sq) {
-            ch.bytes = ldg16(q_data + (u64)row * (D / 2) + d0 / 2);
-            ch.scales = load_scales<FMT>(q_scale + (u64)row * (D / B) + d0 / B);
-        }
-        decode_chunk<FMT, D>(ch, q_tile + 64 * w * D * 2, r, d0);
-    }
-    fence_async_smem();
-    bar_sync(bar_q(w), 128);
     // S carries 2^OPERAND_LOG2 from each operand, O one from V.
     const float c = __fmul_rn(__fmul_rn(__fmul_rn(ts[0], ts[1]), c0), OPERAND * OPERAND);
-    consume<D, FMT>(q_tile, stages, out, bh, Sq, Sk, causal, tiles, c, __fmul_rn(ts[2], OPERAND), w, t);
+    const float v_ts = __fmul_rn(ts[2], OPERAND);
+    const u32 q_addr = (u32)__cvta_generic_to_shared(q_tiles) + 64 * w * D * 2;
+    const u32 st_addr = (u32)__cvta_generic_to_shared(stages);
+    for (int seg = 0, ring = 0;; ++seg) {
+        bar_sync(bar_q_full(seg & 1), THREADS);
+        const Work wk = works[seg & 1];
+        if (wk.tiles == 0) return;
+        float o[Wgmma<D>::regs];
+        RowState st;
+        consume<D, FMT>(q_addr + (seg & 1) * Geo<D>::Q_BYTES, st_addr, ring, wk, Sk, causal, c, w, t, o, st);
+        bar_arrive(bar_q_empty(seg & 1), THREADS);
+        ring += wk.t1 - wk.t0;
+        if (wk.whole())
+            store_rows<D>(o, st.l_run, v_ts, out, wk.bh, Sq, wk.rb * BR + 64 * w + 16 * (t / 32), t % 32);
+        else
+            finish_split<D>(wk, o, st, partials, counters, v_ts, out, Sq, w, t);
+    }
 }
 
 }  // namespace attn

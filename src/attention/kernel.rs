@@ -5,6 +5,7 @@
 //! launch.
 
 use super::reference::score_scale_log2;
+use super::schedule::StreamK;
 use super::{AttnShape, QuantizedQkv};
 use crate::codegen::nvrtc::{self, Output};
 use crate::codegen::verify::kernels_dir;
@@ -15,6 +16,7 @@ use crate::quant::{NvLevels, ScaleMode, Spec};
 use anyhow::{Context, Result, bail};
 use clap::ValueEnum;
 use cudarc::driver::sys;
+use std::sync::Mutex;
 
 /// Which kernel runs the products.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -244,15 +246,15 @@ impl Variant {
         }
     }
 
-    /// Dynamic shared memory per CTA: the wgmma body's decoded Q tile and its ring of
-    /// `ATTN_STAGES` decoded K and Vᵀ tiles (`Geo<D>::SMEM` in attn_wgmma.cuh, which traps if
+    /// Dynamic shared memory per CTA: the wgmma body's two decoded Q tiles (one per row block
+    /// in flight) and its ring of `ATTN_STAGES` decoded K and Vᵀ tiles (`Geo<D>::SMEM` in attn_wgmma.cuh, which traps if
     /// given less); the other bodies use static shared memory only.
     pub fn dynamic_smem(self, head_dim: usize) -> usize {
         match self.path {
             KernelPath::Wgmma => {
-                let keys = if head_dim == 64 { 128 } else { 64 };
-                let (q, stage) = (self.rows_per_cta() * head_dim * 2, 2 * keys * head_dim * 2);
-                q + wgmma_stages() * stage
+                let q = self.rows_per_cta() * head_dim * 2;
+                let stage = 2 * wgmma_keys_per_tile(head_dim) * head_dim * 2;
+                2 * q + wgmma_stages() * stage
             }
             _ => 0,
         }
@@ -267,33 +269,47 @@ impl Variant {
         d
     }
 
-    /// The share of the CTAs' rows that is work, for `rows` query rows per head and `bh`
-    /// heads on `sms` multiprocessors, one CTA each at a time: the last wave and the last row
-    /// block of a head are partly idle.
-    fn wave_efficiency(self, rows: usize, bh: usize, sms: usize) -> f64 {
-        let ctas = rows.div_ceil(self.rows_per_cta()) * bh;
-        let waves = ctas.div_ceil(sms.max(1));
-        (rows * bh) as f64 / (waves * sms.max(1) * self.rows_per_cta()) as f64
+    /// The wgmma body's schedule of `shape` on `sms` multiprocessors, persistent or one CTA per
+    /// row block, whichever `StreamK::efficiency` expects faster (None for the other bodies,
+    /// which run a grid of one CTA per row block).
+    pub fn schedule(self, shape: &AttnShape, sms: usize) -> Option<StreamK> {
+        (self.path == KernelPath::Wgmma).then(|| {
+            StreamK::best(
+                shape,
+                self.rows_per_cta(),
+                wgmma_keys_per_tile(shape.head_dim),
+                sms,
+            )
+        })
     }
 
-    /// Of `variants`, the one expected fastest for `rows` query rows per head and `bh` heads of
-    /// `format` and `head_dim`: the wave efficiency, times `three_consumer_gain` for three
-    /// consumer warpgroups.
-    pub fn pick(
-        variants: &[Variant],
-        rows: usize,
-        bh: usize,
-        sms: usize,
-        format: Format,
-        head_dim: usize,
-    ) -> Variant {
+    /// The share of the CTAs' time that is work for `shape` on `sms` multiprocessors: rows of
+    /// the last row block of a head past seq_q are idle; with a grid of one CTA per row block
+    /// (one CTA a multiprocessor at a time) so is the rest of the last wave; the wgmma body's
+    /// schedule says its own (`StreamK::efficiency`, segment costs included).
+    fn wave_efficiency(self, shape: &AttnShape, sms: usize) -> f64 {
+        let (rows, bh, sms) = (shape.seq_q, shape.batch * shape.heads, sms.max(1));
+        let row_blocks = rows.div_ceil(self.rows_per_cta());
+        let rows_used = rows as f64 / (row_blocks * self.rows_per_cta()) as f64;
+        match self.schedule(shape, sms) {
+            Some(s) => rows_used * s.efficiency(sms),
+            None => {
+                rows_used * (row_blocks * bh) as f64
+                    / ((row_blocks * bh).div_ceil(sms) * sms) as f64
+            }
+        }
+    }
+
+    /// Of `variants`, the one expected fastest for `shape` in `format`: the wave efficiency,
+    /// times `three_consumer_gain` for three consumer warpgroups.
+    pub fn pick(variants: &[Variant], shape: &AttnShape, sms: usize, format: Format) -> Variant {
         let score = |v: &Variant| {
             let gain = if v.consumers == 3 {
-                three_consumer_gain(format, head_dim)
+                three_consumer_gain(format, shape.head_dim)
             } else {
                 1.0
             };
-            v.wave_efficiency(rows, bh, sms) * gain
+            v.wave_efficiency(shape, sms) * gain
         };
         *variants
             .iter()
@@ -313,6 +329,12 @@ fn experiment_define(name: &str) -> Option<usize> {
 /// The wgmma body's ring of key tiles (`ATTN_STAGES` in attn_wgmma.cuh, default 3).
 fn wgmma_stages() -> usize {
     experiment_define("ATTN_STAGES").unwrap_or(3)
+}
+
+/// Keys per tile of the wgmma body (`Geo<D>::BC`): its S accumulator and O's share the
+/// consumers' registers.
+fn wgmma_keys_per_tile(head_dim: usize) -> usize {
+    if head_dim == 64 { 128 } else { 64 }
 }
 
 /// `attn_nvfp4_d128`: the entry point for an input format and head dimension.
@@ -374,6 +396,15 @@ pub struct AttentionKernel<'a> {
     sms: usize,
     /// The on-the-fly path's pre-passes, by name (`transpose_pad_16bit`, `smooth_k_bf16`, ...).
     pre_passes: Vec<(&'static str, sys::CUfunction)>,
+    /// The wgmma body's stream-K workspace, allocated by the first launch that needs it.
+    /// Launches on this kernel's stream share it (one at a time on the device).
+    workspace: Mutex<Option<Workspace>>,
+}
+
+/// Where the wgmma body's cut row blocks finish (`StreamK::counter_bytes`, `partial_bytes`).
+struct Workspace {
+    counters: DeviceBuffer,
+    partials: DeviceBuffer,
 }
 
 /// Q, K, V on the device and the output buffer, for repeated launches.
@@ -460,6 +491,7 @@ impl<'a> AttentionKernel<'a> {
             modules,
             sms: backend.sm_count()? as usize,
             pre_passes,
+            workspace: Mutex::new(None),
         })
     }
 
@@ -467,10 +499,52 @@ impl<'a> AttentionKernel<'a> {
         self.path
     }
 
-    /// The variant a launch of `rows` query rows per head over `bh` heads runs.
-    pub fn variant_for(&self, rows: usize, bh: usize, format: Format, head_dim: usize) -> Variant {
+    /// The variant a launch of `shape` in `format` runs.
+    pub fn variant_for(&self, shape: &AttnShape, format: Format) -> Variant {
         let variants: Vec<Variant> = self.modules.iter().map(|(v, _)| *v).collect();
-        Variant::pick(&variants, rows, bh, self.sms, format, head_dim)
+        Variant::pick(&variants, shape, self.sms, format)
+    }
+
+    /// The stream-K schedule a launch of `shape` in `format` runs (wgmma only).
+    pub fn schedule_for(&self, shape: &AttnShape, format: Format) -> Option<StreamK> {
+        self.variant_for(shape, format).schedule(shape, self.sms)
+    }
+
+    /// The device pointers of a workspace for `schedule` run by `consumers` consumer
+    /// warpgroups at `head_dim`: the per-row-block counters (zeroed when allocated; the kernel
+    /// leaves them at 0) and the partial results. Grown when a launch needs more.
+    fn workspace(
+        &self,
+        schedule: &StreamK,
+        consumers: usize,
+        head_dim: usize,
+    ) -> Result<(sys::CUdeviceptr, sys::CUdeviceptr)> {
+        let counters = schedule.counter_bytes(consumers);
+        let partials = schedule.partial_bytes(consumers, head_dim);
+        let mut ws = self.workspace.lock().unwrap_or_else(|e| e.into_inner());
+        let fits = ws
+            .as_ref()
+            .is_some_and(|w| w.counters.bytes() >= counters && w.partials.bytes() >= partials);
+        if !fits {
+            // The old buffers may still be in use by launches in flight.
+            self.backend.synchronize()?;
+            let old = ws.take();
+            let (c0, p0) = old.map_or((0, 0), |w| (w.counters.bytes(), w.partials.bytes()));
+            *ws = Some(Workspace {
+                counters: DeviceBuffer::zeroed(
+                    self.backend,
+                    counters.max(c0),
+                    "stream-K counters",
+                )?,
+                partials: DeviceBuffer::zeroed(
+                    self.backend,
+                    partials.max(p0),
+                    "stream-K partial results",
+                )?,
+            });
+        }
+        let w = ws.as_ref().expect("allocated above");
+        Ok((w.counters.ptr(), w.partials.ptr()))
     }
 
     /// The variants this kernel holds.
@@ -514,14 +588,24 @@ impl<'a> AttentionKernel<'a> {
         self.path.check_format(format)?;
         self.path.check_head_dim(s.head_dim)?;
         let bh = s.batch * s.heads;
-        let variant = self.variant_for(s.seq_q, bh, format, s.head_dim);
+        let variant = self.variant_for(s, format);
         let f = self
             .module_of(variant)
             .function(&entry(format, s.head_dim))?;
-        let grid_x = s.seq_q.div_ceil(variant.rows_per_cta());
-        if bh > 65535 {
-            bail!("batch × heads = {bh} exceeds the grid's y limit 65535");
-        }
+        // The wgmma body: a persistent grid walking its stream-K schedule; the others: one
+        // CTA per row block and head.
+        let (grid, counters, partials) = match variant.schedule(s, self.sms) {
+            Some(schedule) => {
+                let (c, p) = self.workspace(&schedule, variant.consumers, s.head_dim)?;
+                ((schedule.ctas, 1), c, p)
+            }
+            None => {
+                if bh > 65535 {
+                    bail!("batch × heads = {bh} exceeds the grid's y limit 65535");
+                }
+                ((s.seq_q.div_ceil(variant.rows_per_cta()), bh), 0, 0)
+            }
+        };
         if out.bytes() < s.q_len() * 4 || ts.bytes() < 12 {
             bail!("output or tensor-scale buffer too small for {s}");
         }
@@ -537,15 +621,20 @@ impl<'a> AttentionKernel<'a> {
             KernelArg::U32(s.causal as u32),
             KernelArg::Ptr(ts.ptr()),
             KernelArg::U32(score_scale_log2(s.head_dim).to_bits()),
+            KernelArg::U32(u(bh, "batch × heads")?),
+            KernelArg::Ptr(counters),
+            KernelArg::Ptr(partials),
         ]);
         // SAFETY: attn_{fmt}_dD(6 × const u8*, float*, u32 Sq, u32 Sk, u32 Skp, u32 causal,
-        // const float* ts, u32 c0_bits): the caller's buffers hold the operands of `s` in
-        // `format` (QuantizedQkv's layout), `out` and `ts` are checked above; the grid covers
-        // seq_q and batch·heads; the dynamic shared memory is the body's (allowed in load_path).
+        // const float* ts, u32 c0_bits, u32 bh_count, u32* counters, float* partials): the
+        // caller's buffers hold the operands of `s` in `format` (QuantizedQkv's layout), `out`
+        // and `ts` are checked above; the grid covers seq_q and batch·heads (the wgmma body's
+        // schedule all of them, its workspace sized for it); the dynamic shared memory is the
+        // body's (allowed in load_path).
         unsafe {
             self.backend.launch_3d_smem(
                 f,
-                (u(grid_x, "grid")?, bh as u32, 1),
+                (u(grid.0, "grid")?, u(grid.1, "grid")?, 1),
                 (variant.threads() as u32, 1),
                 variant.dynamic_smem(s.head_dim) as u32,
                 &args,
@@ -759,8 +848,8 @@ mod tests {
         };
         assert_eq!((two.rows_per_cta(), two.threads()), (128, 384));
         assert_eq!((three.rows_per_cta(), three.threads()), (192, 512));
-        assert_eq!(two.dynamic_smem(128), 32768 + 3 * 32768);
-        assert_eq!(three.dynamic_smem(64), 24576 + 3 * 32768);
+        assert_eq!(two.dynamic_smem(128), 2 * 32768 + 3 * 32768);
+        assert_eq!(three.dynamic_smem(64), 2 * 24576 + 3 * 32768);
         assert_eq!(KernelPath::Bf16.variants().len(), 1);
         assert_eq!(KernelPath::Bf16.arch(9, 0).unwrap(), "sm_90");
         assert_eq!(KernelPath::BlockScale.arch(12, 0).unwrap(), "sm_120a");
@@ -790,35 +879,48 @@ mod tests {
     }
 
     #[test]
-    fn three_consumer_warpgroups_only_where_their_waves_fill() {
+    fn three_consumer_warpgroups_unless_their_row_blocks_run_past_the_rows() {
         let v = KernelPath::Wgmma.variants();
-        let pick = |rows, bh| Variant::pick(&v, rows, bh, 132, Format::Mxfp4, 128).consumers;
-        let pick_nv = |rows, bh, d| Variant::pick(&v, rows, bh, 132, Format::Nvfp4, d).consumers;
-        let pick_mx = |rows, bh, d| Variant::pick(&v, rows, bh, 132, Format::Mxfp4, d).consumers;
-        // The H100 benchmark shapes (132 SMs, 32 heads), as measured: at S = 4096 the 192-row
-        // CTAs leave a third of their last wave idle, which costs d = 64 1–6% but still wins
-        // 3% for MXFP4 and 5% for NVFP4 at d = 128; at S = 16384 they fill it (4–19% faster);
-        // S = 1024 is two waves either way, half empty with 192 rows.
-        assert_eq!(pick(4096, 32), 3);
-        assert_eq!(pick_mx(4096, 32, 64), 2);
-        assert_eq!(pick_nv(4096, 32, 128), 3);
-        assert_eq!(pick_nv(4096, 32, 64), 2);
-        assert_eq!(pick(16384, 32), 3);
-        assert_eq!(pick_mx(16384, 32, 64), 3);
-        assert_eq!(pick_nv(16384, 32, 128), 3);
-        assert_eq!(pick_nv(16384, 32, 64), 3);
-        assert_eq!(pick(1024, 32), 2);
-        assert_eq!(pick_nv(1024, 32, 128), 2);
-        // A single head of 192 rows: two CTAs of 128 on two SMs beat one of 192 on one.
-        assert_eq!(pick(192, 1), 2);
-        // Many heads of 192 rows: one wave of full 192-row CTAs against two of 128.
-        assert_eq!(pick(192, 132), 3);
-        let e = Variant {
-            path: KernelPath::Wgmma,
-            consumers: 2,
+        let shape = |seq, heads, d| AttnShape::new(1, heads, seq, seq, d, false).unwrap();
+        let pick =
+            |seq, heads, d, format| Variant::pick(&v, &shape(seq, heads, d), 132, format).consumers;
+        // The persistent schedule balances the CTAs' tiles whatever the grid (S = 4096: 341 or
+        // 342 of 64 keys each), so the 192-row blocks' per-row gain decides, less the rows a
+        // head's last block runs past seq_q: 4096 = 21⅓ blocks of 192.
+        for format in [Format::Mxfp4, Format::Nvfp4] {
+            for d in [64, 128] {
+                assert_eq!(pick(4096, 32, d, format), 3, "{format:?} d={d}");
+                assert_eq!(pick(16384, 32, d, format), 3, "{format:?} d={d}");
+            }
         }
-        .wave_efficiency(4096, 32, 132);
-        assert!((e - 1024.0 / 1056.0).abs() < 1e-12, "{e}");
+        // S = 1024: 256 row blocks of 128 fill two waves with one CTA each (the grid beats the
+        // persistent schedule's segment costs), 5⅓ blocks of 192 a head do not; two win.
+        for format in [Format::Mxfp4, Format::Nvfp4] {
+            for d in [64, 128] {
+                let s = AttnShape::new(1, 32, 1024, 1024, d, false).unwrap();
+                let v = Variant::pick(&v, &s, 132, format);
+                assert_eq!(v.consumers, 2, "{format:?} d={d}");
+                assert_eq!(v.schedule(&s, 132).unwrap().ctas, 256, "{format:?} d={d}");
+            }
+        }
+        let three = Variant {
+            path: KernelPath::Wgmma,
+            consumers: 3,
+        };
+        let e = three.wave_efficiency(&shape(4096, 32, 128), 132);
+        let s = three.schedule(&shape(4096, 32, 128), 132).unwrap();
+        assert!(
+            (e - 4096.0 / (22.0 * 192.0) * s.efficiency(132)).abs() < 1e-12,
+            "{e}"
+        );
+        // The grid of one CTA per row block (bf16 body): 704 CTAs, 6 waves of 132.
+        let bf16 = KernelPath::Bf16.variants()[0];
+        let e = bf16.wave_efficiency(&shape(4096, 32, 128), 132);
+        let ctas = 4096usize.div_ceil(bf16.rows_per_cta()) * 32;
+        assert!(
+            (e - ctas as f64 / (ctas.div_ceil(132) * 132) as f64).abs() < 1e-12,
+            "{e}"
+        );
     }
 
     #[test]

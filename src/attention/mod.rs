@@ -18,6 +18,7 @@ pub mod kernel;
 pub mod metrics;
 pub mod prequant;
 pub mod reference;
+pub mod schedule;
 pub mod shape;
 
 pub use inputs::{exact_qkv, gaussian, identity_qkv, outlier_k};

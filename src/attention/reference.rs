@@ -114,11 +114,13 @@ pub fn score_factor(qkv: &QuantizedQkv) -> f32 {
 /// unchanged: the codes are identical and the dequantized block is
 /// exactly 2^(M − m_t) times the one this reference gets. When m grows the kernel multiplies
 /// its O and l accumulators by 2^(m_old − m_new), also exact, so the tiled result is the
-/// two-pass result up to f32 accumulation order. A fractional running maximum would break
-/// this: the rescale would be an arbitrary factor, change the codes, and make the output
-/// depend on the tiling. (Limits: blocks whose scale hits the 2^-6 clamp, those more than
-/// 2^15 below the row maximum, can quantize differently, a negligible difference; the
-/// kernel's f32 subtraction s2 − m_t and its exp2 differ from the reference by f32 ulps, and
+/// two-pass result up to f32 accumulation order. The same holds where the wgmma kernel cuts a
+/// row's keys between CTAs (its stream-K schedule): each piece runs from its own running
+/// maximum, and the pieces' O and l are added times 2^(m_piece − M). A fractional running
+/// maximum would break this: the rescale would be an arbitrary factor, change the codes, and
+/// make the output depend on the tiling. (Limits: blocks whose scale hits the 2^-6 clamp,
+/// those more than 2^15 below the row maximum, can quantize differently, a negligible
+/// difference; the kernel's f32 subtraction s2 − m_t and its exp2 differ from the reference by f32 ulps, and
 /// so does the wgmma kernel's exp2(s2 − m_t + log2 P_SCALE) from exp2(s2 − m_t)·P_SCALE:
 /// a code that sits on a rounding tie can move.)
 pub fn reference_quantized(qkv: &QuantizedQkv) -> Vec<f32> {

@@ -469,7 +469,7 @@ fn bench(a: &Args, kernel: &AttentionKernel) -> Result<ExitCode> {
         for &seq in &a.seqs {
             let shape = AttnShape::new(1, a.bench_heads, seq, seq, d, false)?;
             for &format in kernel.path().formats() {
-                let v = kernel.variant_for(seq, a.bench_heads, format, d);
+                let v = kernel.variant_for(&shape, format);
                 if v.consumers > 0 {
                     eprintln!(
                         "S = {seq}, {}: {} consumer warpgroups, {} query rows per CTA",

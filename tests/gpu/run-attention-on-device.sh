@@ -6,8 +6,9 @@
 #             kernels through their software MMA), compute-sanitizer on each, and the kernels
 #             compiled by this machine's NVRTC (SASS checked)
 #   bench     the default kernel (wgmma on an H100) and the bf16 path, PyTorch SDPA (flash,
-#             cuDNN) side by side, merged into attention-bench.csv; head_dim 256 separately;
-#             an ncu instruction-mix and stall profile of the wgmma kernel
+#             cuDNN) side by side, merged into attention-bench.csv (bench-core: only this);
+#             head_dim 256 separately; an ncu instruction-mix and stall profile of the wgmma
+#             kernel
 # Results in $OUT, everything also packed into $OUT/attention-<mode>.tgz (the device tool
 # returns only a few files per call).
 set -uo pipefail
@@ -41,7 +42,7 @@ validate() {
   fi
 }
 
-bench() {
+bench_core() {
   echo "== benchmark: default kernel (B=1, H=32, S = 1k/4k/16k, d = 64/128, causal and not)"
   $B/fp4probe attention --bench --csv "$OUT/fp4.csv" 2>"$OUT/attention-bench.log"; echo "bench rc=$?"
   grep -E "kernel path|registers" "$OUT/attention-bench.log"
@@ -52,6 +53,9 @@ bench() {
   python3 tests/gpu/attention_bench_sdpa.py merge --csv "$OUT/sdpa.csv" --csv "$OUT/fp4.csv" --csv "$OUT/fp4-bf16.csv" \
     --out "$OUT/attention-bench.csv" --markdown "$OUT/attention-bench.md"
   cat "$OUT/attention-bench.md"
+}
+
+bench_extra() {
   echo "== head_dim 256 (bf16 path: the wgmma body runs d <= 128; separate files)"
   $B/fp4probe attention --bench --path bf16 --head-dims 256 --seqs 1024,4096,16384 --csv "$OUT/fp4-d256.csv" 2>"$OUT/fp4-d256.log"; echo "fp4 d256 rc=$?"
   python3 tests/gpu/attention_bench_sdpa.py bench --shapes 1x32x1024x256 1x32x4096x256 1x32x16384x256 \
@@ -74,8 +78,9 @@ bench() {
 
 case "$MODE" in
   validate) validate ;;
-  bench) bench ;;
-  all) validate; bench ;;
-  *) echo "usage: $0 [validate|bench|all]" >&2; exit 2 ;;
+  bench-core) bench_core ;;
+  bench) bench_core; bench_extra ;;
+  all) validate; bench_core; bench_extra ;;
+  *) echo "usage: $0 [validate|bench-core|bench|all]" >&2; exit 2 ;;
 esac
 tar czf "/tmp/attention-$MODE.tgz" -C "$OUT" . && mv "/tmp/attention-$MODE.tgz" "$OUT/"

@@ -1,0 +1,167 @@
+// Stream-K scheduling of the wgmma body (attn_wgmma.cuh): a persistent grid of `ctas` CTAs
+// (one per multiprocessor) shares the launch's key tiles evenly, whatever their number.
+//
+// Work is counted in key tiles: item (bh, rb) is row block rb (BR query rows) of head bh, and
+// it has row_block_tiles(rb) key tiles of BC keys (all of Sk, or with the causal mask the keys
+// up to its last row). Items are numbered head-major (bh·rb_count + rb), their tiles laid end
+// to end.
+//   - Without the mask every item has the same tiles, and the first whole waves of items are
+//     dealt out round robin (with a grid of one CTA per item, all of them) (CTA g runs items g, g + ctas, ...): the CTAs running at one time
+//     hold consecutive items, so they read the K and V of few heads, which stay in L2 (at S =
+//     16384 the K and V of all 32 heads do not fit).
+//   - The rest (the tail items without the mask, all items with it) is cut evenly: CTA g
+//     takes its tiles [g·n/ctas, (g+1)·n/ctas) of the tail's n. So no wave of CTAs is left
+//     partly idle (a grid of one CTA per row block ran 704 CTAs of 192 rows at S = 4096,
+//     H = 32: 5.3 waves on 132 SMs, the last one a third full), and causal row blocks of every
+//     length are balanced too.
+//
+// A CTA's tail range cuts items into pieces. An item cut in pieces is finished by the last of
+// its pieces to end (attn_wgmma.cuh: finish_split): every piece writes its unnormalized O and
+// its row maxima and sums to the workspace, and the last one adds them up, scaled to the
+// largest maximum, in piece order (the result does not depend on which piece ends last).
+// src/attention/schedule.rs is the host's copy of this arithmetic (grid and workspace sizes,
+// and its tests).
+#pragma once
+
+namespace attn {
+
+// One CTA's share of one item: key tiles [t0, t1) of the item's `tiles`, whose tile 0 is tile
+// `item_first` of the launch.
+struct Segment {
+    u32 bh;
+    int rb, t0, t1, tiles;
+    u64 item_first;
+    __device__ __forceinline__ bool whole() const { return t0 == 0 && t1 == tiles; }
+};
+
+// What the consumers are told of a segment (attn_wgmma.cuh: the producer writes it next to the
+// segment's Q, so the consumers hold no schedule state): the segment, its item's index, and
+// for a cut item the CTAs g0..g1 of its pieces and g0's workspace slot (the others' is 0: a
+// later CTA's range starts after the item's first tile). tiles = 0: no more segments.
+struct Work {
+    u32 bh, item, g0, g1;
+    int rb, t0, t1, tiles, slot0;
+    __device__ __forceinline__ bool whole() const { return t0 == 0 && t1 == tiles; }
+    __device__ __forceinline__ int slot(u32 g) const { return g == g0 ? slot0 : 0; }
+};
+
+struct Schedule {
+    int Sq, Sk, causal, bc, rb_count;
+    u32 bh_count, ctas;
+    u64 head_tiles, total;
+    // Items dealt out whole (a multiple of ctas; 0 with the causal mask unless every item is),
+    // and the tail's first tile and length.
+    u64 whole_items, tail0, tail_len;
+
+    // (A trivial type with init(), so it can live in shared memory.)
+    __device__ void init(int Sq_, int Sk_, int causal_, int bc_, u32 bh_count_, u32 ctas_) {
+        Sq = Sq_, Sk = Sk_, causal = causal_, bc = bc_, rb_count = (Sq_ + BR - 1) / BR;
+        bh_count = bh_count_, ctas = ctas_;
+        head_tiles = 0;
+        if (causal)
+            for (int rb = 0; rb < rb_count; ++rb) head_tiles += row_block_tiles(rb);
+        else
+            head_tiles = (u64)rb_count * row_block_tiles(0);
+        total = head_tiles * bh_count;
+        // A grid of one CTA per item (the host's choice for launches of few waves, where cutting
+        // costs more than the last wave's idle share) runs every item whole.
+        const u64 items = (u64)rb_count * bh_count;
+        whole_items = ctas == items ? items : causal ? 0 : items / ctas * ctas;
+        tail0 = whole_items == items ? total : whole_items * row_block_tiles(0);
+        tail_len = total - tail0;
+    }
+    __device__ __forceinline__ int row_block_tiles(int rb) const {
+        return (row_block_key_end(rb, Sq, Sk, causal) + bc - 1) / bc;
+    }
+    // The first tile of CTA g's tail range (g = ctas: the tail's end).
+    __device__ __forceinline__ u64 cta_start(u32 g) const { return tail0 + (u64)g * tail_len / ctas; }
+    // The CTA whose tail range holds tile s: the largest g with cta_start(g) <= s.
+    __device__ __forceinline__ u32 owner(u64 s) const { return (u32)(((s - tail0 + 1) * ctas - 1) / tail_len); }
+    // Item k whole (item_first is only needed for cut items, and left 0).
+    __device__ __forceinline__ Segment whole_item(u64 k) const {
+        Segment sg;
+        sg.bh = (u32)(k / rb_count);
+        sg.rb = (int)(k - (u64)sg.bh * rb_count);
+        sg.tiles = row_block_tiles(sg.rb);
+        sg.t0 = 0;
+        sg.t1 = sg.tiles;
+        sg.item_first = 0;
+        return sg;
+    }
+    // The item holding tile s, as the segment that starts at s (t1 not yet clipped to a range).
+    __device__ Segment locate(u64 s) const {
+        Segment sg;
+        sg.bh = (u32)(s / head_tiles);
+        u64 r = s - (u64)sg.bh * head_tiles;
+        if (causal) {
+            sg.rb = 0;
+            while (r >= (u64)row_block_tiles(sg.rb)) r -= row_block_tiles(sg.rb++);
+        } else {
+            sg.rb = (int)(r / row_block_tiles(0));
+            r -= (u64)sg.rb * row_block_tiles(0);
+        }
+        sg.tiles = row_block_tiles(sg.rb);
+        sg.t0 = (int)r;
+        sg.t1 = sg.tiles;
+        sg.item_first = s - r;
+        return sg;
+    }
+    // The segment after sg, which ends at its item's end: the next item's first tile.
+    __device__ __forceinline__ Segment next(const Segment& sg) const {
+        Segment n = sg;
+        n.item_first = sg.item_first + sg.tiles;
+        if (++n.rb == rb_count) n.rb = 0, ++n.bh;
+        n.tiles = row_block_tiles(n.rb);
+        n.t0 = 0;
+        n.t1 = n.tiles;
+        return n;
+    }
+    // CTA g's segments in order, its whole items, then its tail range: start(), then next()
+    // until it returns false.
+    struct Cursor {
+        u64 k, s, end;
+        Segment sg;
+        bool in_tail;
+    };
+    __device__ __forceinline__ void start(Cursor& c, u32 g) const {
+        c.k = g;
+        c.s = cta_start(g);
+        c.end = cta_start(g + 1);
+        c.in_tail = false;
+    }
+    __device__ __forceinline__ bool next(Cursor& c, Segment& sg) const {
+        if (c.k < whole_items) {
+            sg = whole_item(c.k);
+            c.k += ctas;
+            return true;
+        }
+        if (c.s >= c.end) return false;
+        sg = c.in_tail ? next(c.sg) : locate(c.s);
+        c.in_tail = true;
+        sg.t1 = (int)min((u64)sg.tiles, sg.t0 + (c.end - c.s));
+        c.s += sg.t1 - sg.t0;
+        c.sg = sg;
+        return true;
+    }
+    // Where piece g of a cut item keeps its partial result: 0 if the piece is the first segment
+    // of g's tail range, 1 if its last (a cut item starts inside a range only at its last
+    // segment).
+    __device__ __forceinline__ int slot(u32 g, u64 item_first) const { return cta_start(g) < item_first ? 1 : 0; }
+    // The consumers' description of segment sg.
+    __device__ __forceinline__ Work work(const Segment& sg) const {
+        Work wk;
+        wk.bh = sg.bh;
+        wk.item = sg.bh * (u32)rb_count + (u32)sg.rb;
+        wk.rb = sg.rb, wk.t0 = sg.t0, wk.t1 = sg.t1, wk.tiles = sg.tiles;
+        wk.g0 = wk.g1 = blockIdx.x;
+        wk.slot0 = 0;
+        if (!sg.whole()) {
+            wk.g0 = owner(sg.item_first);
+            wk.g1 = owner(sg.item_first + sg.tiles - 1);
+            wk.slot0 = slot(wk.g0, sg.item_first);
+        }
+        return wk;
+    }
+};
+
+}  // namespace attn

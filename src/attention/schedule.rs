@@ -1,0 +1,417 @@
+//! The wgmma kernel's stream-K schedule on the host (`kernels/attention/attn_stream_k.cuh`
+//! states it; this is the same integer arithmetic): a persistent grid of CTAs shares the
+//! launch's key tiles evenly. Without the causal mask the whole waves of row blocks are dealt
+//! out round robin (the CTAs running at one time read the K and V of few heads), and the rest
+//! is cut evenly into pieces, which the kernel adds up in a workspace. The host needs it for
+//! the grid size, the workspace, and the variant choice; its tests check that every tile is
+//! run once and that the workspace slots of the pieces never collide.
+
+use super::AttnShape;
+
+/// Fewest key tiles a CTA is given: below it, a launch runs fewer CTAs than multiprocessors
+/// (a CTA's start, and each cut row block's extra pass through the workspace, would cost more
+/// than the tiles).
+const MIN_TILES_PER_CTA: u64 = 4;
+
+/// What a segment's start and end cost a CTA (its first S without P·V beside it, its last P·V
+/// without S, O's store or the pieces' sum), in key tiles: an estimate from the H100's S = 1024
+/// measurements, where a persistent grid of 23 tiles and about three segments a CTA ran 12-17%
+/// slower than a grid of one CTA per row block (16 tiles, two waves).
+const SEGMENT_COST_TILES: f64 = 4.0;
+
+/// One launch's schedule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StreamK {
+    /// Query rows per row block (`BR`) and keys per tile (`BC`).
+    pub rows_per_block: usize,
+    pub keys_per_tile: usize,
+    pub seq_q: usize,
+    pub seq_k: usize,
+    pub causal: bool,
+    /// Heads (batch × heads).
+    pub bh: usize,
+    /// CTAs in the grid.
+    pub ctas: usize,
+}
+
+/// A CTA's share of one row block: key tiles `t0..t1` of its `tiles`; tile 0 is tile
+/// `item_first` of the launch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Segment {
+    pub bh: usize,
+    pub rb: usize,
+    pub t0: u64,
+    pub t1: u64,
+    pub tiles: u64,
+    pub item_first: u64,
+}
+
+impl Segment {
+    pub fn whole(&self) -> bool {
+        self.t0 == 0 && self.t1 == self.tiles
+    }
+}
+
+impl StreamK {
+    /// The persistent schedule of `shape` in blocks of `rows_per_block` rows and tiles of
+    /// `keys_per_tile` keys on `sms` multiprocessors: one CTA each, or fewer where the launch
+    /// has fewer than `MIN_TILES_PER_CTA` tiles a multiprocessor.
+    pub fn persistent(
+        shape: &AttnShape,
+        rows_per_block: usize,
+        keys_per_tile: usize,
+        sms: usize,
+    ) -> Self {
+        let mut s = Self::grid(shape, rows_per_block, keys_per_tile);
+        let wanted = s.total().div_ceil(MIN_TILES_PER_CTA);
+        s.ctas = (sms.max(1) as u64).min(wanted).max(1) as usize;
+        s
+    }
+
+    /// One CTA per row block, each run whole (the kernel's schedule with `ctas` = row blocks).
+    pub fn grid(shape: &AttnShape, rows_per_block: usize, keys_per_tile: usize) -> Self {
+        let mut s = StreamK {
+            rows_per_block,
+            keys_per_tile,
+            seq_q: shape.seq_q,
+            seq_k: shape.seq_k,
+            causal: shape.causal,
+            bh: shape.batch * shape.heads,
+            ctas: 1,
+        };
+        s.ctas = s.items();
+        s
+    }
+
+    /// The faster of `persistent` and `grid` on `sms` multiprocessors, by `efficiency`.
+    pub fn best(
+        shape: &AttnShape,
+        rows_per_block: usize,
+        keys_per_tile: usize,
+        sms: usize,
+    ) -> Self {
+        let p = Self::persistent(shape, rows_per_block, keys_per_tile, sms);
+        let g = Self::grid(shape, rows_per_block, keys_per_tile);
+        if g.efficiency(sms) > p.efficiency(sms) {
+            g
+        } else {
+            p
+        }
+    }
+
+    /// Row blocks of all heads.
+    pub fn items(&self) -> usize {
+        self.row_blocks() * self.bh
+    }
+
+    pub fn row_blocks(&self) -> usize {
+        self.seq_q.div_ceil(self.rows_per_block)
+    }
+
+    /// Key tiles of row block `rb` (`row_block_key_end` in attn_common.cuh).
+    pub fn row_block_tiles(&self, rb: usize) -> u64 {
+        let q_last = ((rb + 1) * self.rows_per_block).min(self.seq_q) - 1;
+        let key_end = if self.causal {
+            self.seq_k.min(q_last + 1)
+        } else {
+            self.seq_k
+        };
+        key_end.div_ceil(self.keys_per_tile) as u64
+    }
+
+    pub fn head_tiles(&self) -> u64 {
+        (0..self.row_blocks())
+            .map(|rb| self.row_block_tiles(rb))
+            .sum()
+    }
+
+    pub fn total(&self) -> u64 {
+        self.head_tiles() * self.bh as u64
+    }
+
+    /// Row blocks dealt out whole, round robin: all of them with a grid of one CTA each, else
+    /// the whole waves of them without the causal mask (every row block then has the same
+    /// tiles), none with it.
+    pub fn whole_items(&self) -> u64 {
+        let items = self.items();
+        if self.ctas == items {
+            items as u64
+        } else if self.causal {
+            0
+        } else {
+            (items / self.ctas * self.ctas) as u64
+        }
+    }
+
+    /// The first tile of the tail, which the CTAs cut evenly.
+    fn tail0(&self) -> u64 {
+        if self.whole_items() == self.items() as u64 {
+            self.total()
+        } else {
+            self.whole_items() * self.row_block_tiles(0)
+        }
+    }
+
+    /// Tile 0 of row block `rb` of head `bh` in the launch's order.
+    fn item_first(&self, bh: usize, rb: usize) -> u64 {
+        bh as u64 * self.head_tiles() + (0..rb).map(|r| self.row_block_tiles(r)).sum::<u64>()
+    }
+
+    /// The first tile of CTA `g`'s tail range (`g = ctas`: the tail's end).
+    pub fn cta_start(&self, g: usize) -> u64 {
+        self.tail0() + g as u64 * (self.total() - self.tail0()) / self.ctas as u64
+    }
+
+    /// The CTA whose tail range holds tile `s`.
+    pub fn owner(&self, s: u64) -> usize {
+        let len = self.total() - self.tail0();
+        (((s - self.tail0() + 1) * self.ctas as u64 - 1) / len) as usize
+    }
+
+    /// The segments of CTA `g`, in order: its whole row blocks, then its tail range.
+    pub fn segments(&self, g: usize) -> Vec<Segment> {
+        let per_head = self.row_blocks() as u64;
+        // (The kernel leaves item_first 0 for whole row blocks: only cut ones need it.)
+        let mut out: Vec<Segment> = (g as u64..self.whole_items())
+            .step_by(self.ctas)
+            .map(|k| {
+                let (bh, rb) = ((k / per_head) as usize, (k % per_head) as usize);
+                let tiles = self.row_block_tiles(rb);
+                Segment {
+                    bh,
+                    rb,
+                    t0: 0,
+                    t1: tiles,
+                    tiles,
+                    item_first: self.item_first(bh, rb),
+                }
+            })
+            .collect();
+        let (mut s, end) = (self.cta_start(g), self.cta_start(g + 1));
+        let head = self.head_tiles();
+        while s < end {
+            let bh = (s / head) as usize;
+            let (mut r, mut rb) = (s - bh as u64 * head, 0);
+            while r >= self.row_block_tiles(rb) {
+                r -= self.row_block_tiles(rb);
+                rb += 1;
+            }
+            let tiles = self.row_block_tiles(rb);
+            let t1 = tiles.min(r + (end - s));
+            out.push(Segment {
+                bh,
+                rb,
+                t0: r,
+                t1,
+                tiles,
+                item_first: s - r,
+            });
+            s += t1 - r;
+        }
+        out
+    }
+
+    /// The workspace slot (0 or 1) of CTA `g`'s piece of the row block whose tile 0 is tile
+    /// `item_first`: 0 for the first segment of g's tail range, 1 for its last.
+    pub fn slot(&self, g: usize, item_first: u64) -> usize {
+        usize::from(self.cta_start(g) < item_first)
+    }
+
+    /// Per-row-block counters of the pieces ended (`u32`, per consumer warpgroup), which the
+    /// kernel leaves at 0.
+    pub fn counter_bytes(&self, consumers: usize) -> usize {
+        self.row_blocks() * self.bh * consumers * 4
+    }
+
+    /// The pieces' partial results: per CTA two slots, per consumer warpgroup 128 threads ×
+    /// (head_dim / 2 O registers, two row maxima, two row sums) f32 (`Partial<D>` in
+    /// attn_wgmma.cuh).
+    pub fn partial_bytes(&self, consumers: usize, head_dim: usize) -> usize {
+        self.ctas * 2 * consumers * 128 * (head_dim / 2 + 4) * 4
+    }
+
+    /// The share of `sms` multiprocessors' time that is work, with `SEGMENT_COST_TILES` a
+    /// segment: for a grid of one CTA per row block, hardware waves of `sms` CTAs (row blocks
+    /// of the mean length); for a persistent grid, the CTA with the most tiles and its
+    /// segments (its whole row blocks, and a tail range of the mean length in two pieces).
+    pub fn efficiency(&self, sms: usize) -> f64 {
+        let sms = sms.max(1);
+        let total = self.total() as f64;
+        let mean = total / self.items() as f64;
+        let time = if self.ctas == self.items() {
+            self.items().div_ceil(sms) as f64 * (mean + SEGMENT_COST_TILES)
+        } else {
+            let whole = self.whole_items() / self.ctas as u64;
+            let tail = (self.total() - self.tail0()).div_ceil(self.ctas as u64);
+            let tail_segments = if tail == 0 {
+                0.0
+            } else {
+                1.0 + tail as f64 / mean
+            };
+            let tiles = whole as f64 * mean + tail as f64;
+            tiles + (whole as f64 + tail_segments) * SEGMENT_COST_TILES
+        };
+        total / (sms as f64 * time)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shape(seq_q: usize, seq_k: usize, heads: usize, causal: bool) -> AttnShape {
+        AttnShape::new(1, heads, seq_q, seq_k, 128, causal).unwrap()
+    }
+
+    /// Every tile of every row block is in exactly one segment; the whole row blocks come
+    /// first, round robin; the tail segments of a CTA are contiguous and in order; every cut
+    /// row block's pieces are consecutive CTAs from owner(first tile) to owner(last tile); no
+    /// two pieces share a workspace slot; the CTAs' tiles differ by one at most.
+    fn check(s: &StreamK) {
+        let mut covered = vec![0u32; s.total() as usize];
+        let mut slots = std::collections::HashSet::new();
+        let mut expected_next = s.tail0();
+        let mut most = (u64::MAX, 0);
+        for g in 0..s.ctas {
+            let segs = s.segments(g);
+            let whole = (s.whole_items() as usize)
+                .saturating_sub(g)
+                .div_ceil(s.ctas);
+            let tail = &segs[whole..];
+            let mut tiles = 0;
+            for (i, sg) in segs[..whole].iter().enumerate() {
+                assert!(sg.whole(), "{s:?}: CTA {g} segment {i}");
+                let k = g + i * s.ctas;
+                assert_eq!((sg.bh, sg.rb), (k / s.row_blocks(), k % s.row_blocks()));
+            }
+            for (i, sg) in tail.iter().enumerate() {
+                let first = sg.item_first + sg.t0;
+                assert_eq!(first, expected_next, "{s:?}: CTA {g} tail segment {i}");
+                expected_next = sg.item_first + sg.t1;
+                for t in first..sg.item_first + sg.t1 {
+                    assert_eq!(s.owner(t), g, "{s:?}: tile {t}");
+                }
+                if !sg.whole() {
+                    let slot = s.slot(g, sg.item_first);
+                    // A cut row block's piece is the first or the last segment of the range.
+                    assert!(
+                        (slot == 0 && i == 0) || (slot == 1 && i == tail.len() - 1),
+                        "{s:?}: CTA {g} tail segment {i} of {} in slot {slot}",
+                        tail.len()
+                    );
+                    assert!(slots.insert((g, slot)), "{s:?}: slot ({g}, {slot}) twice");
+                    let (g0, g1) = (
+                        s.owner(sg.item_first),
+                        s.owner(sg.item_first + sg.tiles - 1),
+                    );
+                    assert!(g0 <= g && g <= g1 && g0 < g1, "{s:?}: pieces {g0}..={g1}");
+                }
+            }
+            for sg in &segs {
+                assert_eq!(sg.tiles, s.row_block_tiles(sg.rb));
+                let first = sg.item_first + sg.t0;
+                for t in first..sg.item_first + sg.t1 {
+                    covered[t as usize] += 1;
+                }
+                tiles += sg.t1 - sg.t0;
+            }
+            assert!(tiles > 0, "{s:?}: CTA {g} has no tiles");
+            most = (most.0.min(tiles), most.1.max(tiles));
+        }
+        assert_eq!(
+            expected_next,
+            s.total(),
+            "{s:?}: the tail ends at the last tile"
+        );
+        assert!(
+            covered.iter().all(|&c| c == 1),
+            "{s:?}: a tile not covered once"
+        );
+        if s.ctas != s.items() {
+            assert!(most.1 - most.0 <= 1, "{s:?}: CTAs run {most:?} tiles");
+        }
+    }
+
+    #[test]
+    fn ranges_cover_every_tile_once_and_pieces_keep_apart() {
+        for (sq, sk, heads, causal) in [
+            (4096, 4096, 32, false),
+            (4096, 4096, 32, true),
+            (1024, 1024, 32, true),
+            (77, 133, 1, true),
+            (250, 333, 3, false),
+            (1000, 17, 2, true),
+            (17, 1000, 5, true),
+            (192, 192, 1, false),
+            (64, 64, 1, false),
+        ] {
+            for (br, bc) in [(192, 64), (128, 64), (192, 128)] {
+                for sms in [1, 7, 132] {
+                    check(&StreamK::persistent(
+                        &shape(sq, sk, heads, causal),
+                        br,
+                        bc,
+                        sms,
+                    ));
+                }
+                check(&StreamK::grid(&shape(sq, sk, heads, causal), br, bc));
+            }
+        }
+    }
+
+    #[test]
+    fn the_benchmark_grid_is_one_cta_a_multiprocessor_and_balanced() {
+        // S = 4096, H = 32, 192 rows, 64 keys: 22 row blocks of 64 tiles a head (the last of 64
+        // rows), 45056 tiles, 341 or 342 a CTA on 132 SMs (a grid of one CTA per row block ran
+        // 704 CTAs, 5.3 waves).
+        let s = StreamK::persistent(&shape(4096, 4096, 32, false), 192, 64, 132);
+        assert_eq!(
+            (s.row_blocks(), s.row_block_tiles(0), s.total()),
+            (22, 64, 45056)
+        );
+        assert_eq!(s.ctas, 132);
+        let shares: Vec<u64> = (0..132)
+            .map(|g| s.segments(g).iter().map(|sg| sg.t1 - sg.t0).sum())
+            .collect();
+        assert_eq!(
+            (shares.iter().min(), shares.iter().max()),
+            (Some(&341), Some(&342))
+        );
+        // Five whole waves round robin, the last 44 row blocks cut in three pieces each.
+        assert_eq!(s.whole_items(), 660);
+        let segs = s.segments(0);
+        assert_eq!(segs.len(), 6);
+        assert_eq!((segs[5].t0, segs[5].t1), (0, 21));
+        // With the mask every row block is in the tail.
+        assert_eq!(
+            StreamK::persistent(&shape(4096, 4096, 32, true), 192, 64, 132).whole_items(),
+            0
+        );
+        // Causal: row block rb has 3·(rb + 1) tiles (the last one 64).
+        let c = StreamK::persistent(&shape(4096, 4096, 32, true), 192, 64, 132);
+        assert_eq!(c.row_block_tiles(0), 3);
+        assert_eq!(c.row_block_tiles(20), 63);
+        assert_eq!(c.row_block_tiles(21), 64);
+        assert_eq!(c.head_tiles(), 3 * (1..=21).sum::<u64>() + 64);
+        // The mode each benchmark shape runs (64 keys, 132 SMs): persistent where the grid's
+        // last wave would be partly idle, a grid of one CTA per row block at S = 1024 with the
+        // 128-row blocks it runs (two full short waves, where cutting cost more than it saved:
+        // measured).
+        let best = |seq, causal, rows| StreamK::best(&shape(seq, seq, 32, causal), rows, 64, 132);
+        assert_eq!(best(4096, false, 192).ctas, 132);
+        assert_eq!(best(4096, true, 192).ctas, 132);
+        assert_eq!(best(16384, false, 192).ctas, 132);
+        assert_eq!(best(1024, false, 128).ctas, 8 * 32);
+        assert_eq!(best(1024, true, 128).ctas, 8 * 32);
+        // A small launch runs fewer CTAs, each at least MIN_TILES_PER_CTA tiles.
+        let small = StreamK::persistent(&shape(256, 256, 1, false), 192, 64, 132);
+        assert_eq!((small.total(), small.ctas), (8, 2));
+    }
+
+    #[test]
+    fn workspace_sizes_follow_the_kernels_layout() {
+        let s = StreamK::persistent(&shape(4096, 4096, 32, false), 192, 64, 132);
+        assert_eq!(s.counter_bytes(3), 22 * 32 * 3 * 4);
+        assert_eq!(s.partial_bytes(3, 128), 132 * 2 * 3 * 128 * 68 * 4);
+    }
+}
