@@ -92,17 +92,34 @@ struct Geo {
 };
 
 // Named barriers (0 is __syncthreads): tile s of the ring is full / empty; Q buffer b is full
-// / empty; consumer warpgroup w's own (a cut item's end); the producer's own (its next Work).
+// / empty; consumer warpgroup w's turn to issue (below); the producer's own (its next Work).
 __device__ __forceinline__ int bar_full(int s) { return 1 + s; }
 __device__ __forceinline__ int bar_empty(int s) { return 1 + STAGES + s; }
 __device__ __forceinline__ int bar_q_full(int b) { return 1 + 2 * STAGES + b; }
 __device__ __forceinline__ int bar_q_empty(int b) { return 3 + 2 * STAGES + b; }
-__device__ __forceinline__ int bar_wg(int w) { return 5 + 2 * STAGES + w; }
+__device__ __forceinline__ int bar_turn(int w) { return 5 + 2 * STAGES + w; }
 __device__ __forceinline__ int bar_producer() { return 5 + 2 * STAGES + CONSUMERS; }
 static_assert(6 + 2 * STAGES + CONSUMERS <= 16, "16 named barriers");
 
 __device__ __forceinline__ void bar_sync(int id, int n) { asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(n) : "memory"); }
 __device__ __forceinline__ void bar_arrive(int id, int n) { asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(n) : "memory"); }
+// Turns (FlashAttention-3's ping-pong scheduling): the consumer warpgroups issue their wgmma
+// one after another, w after w - 1 (C - 1 before 0), so the tensor cores run one warpgroup's
+// products while the others run their softmax. Left alone, the warpgroups fall into step: all
+// wait on the tensor cores at once, then all leave them idle while they compute P. Turn w is
+// bar_turn(w): w takes it (waits), w - 1 passes it (arrives) once it has issued. Every
+// warpgroup issues the same number of times (each segment's tiles + 1), so the count stays
+// balanced; warpgroup C - 1 passes one turn first (attention_wgmma) and warpgroup 0 takes the
+// last one at the end.
+#ifndef ATTN_WG_PINGPONG
+#define ATTN_WG_PINGPONG 1
+#endif
+__device__ __forceinline__ void turn_take(int w) {
+    if (ATTN_WG_PINGPONG) asm volatile("bar.sync %0, 256;" ::"r"(bar_turn(w)) : "memory");
+}
+__device__ __forceinline__ void turn_pass(int w) {
+    if (ATTN_WG_PINGPONG) asm volatile("bar.arrive %0, 256;" ::"r"(bar_turn(w + 1 == CONSUMERS ? 0 : w + 1)) : "memory");
+}
 // Generic-proxy stores to shared memory made visible to the async proxy (wgmma's reads).
 __device__ __forceinline__ void fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
 
@@ -207,6 +224,15 @@ __device__ __forceinline__ void decode_chunk(const Chunk& c, unsigned char* tile
     }
 }
 
+#ifdef ATTN_TRACE
+// Dev-only timeline of CTA ATTN_TRACE (printf of clock64 deltas per segment).
+#define TR(...) __VA_ARGS__
+__device__ __forceinline__ long long tr_clk() { return clock64(); }
+#define TR_ON (blockIdx.x == ATTN_TRACE && t == 0)
+#else
+#define TR(...)
+#endif
+
 __device__ __forceinline__ uint4 ldg16(const u8* p) { return __ldg(reinterpret_cast<const uint4*>(p)); }
 
 // The launch's operands (every head; head_offsets finds one) and V's padded key length.
@@ -297,10 +323,14 @@ __device__ __forceinline__ void produce(int Sq, int Sk, int causal, u32 bh_count
     }
     const int Skp = op.Skp;
     int ring = 0, seg = 0;
+    TR(const long long tr0 = tr_clk(); long long tr_wait = 0;)
     for (;; ++seg) {
+        TR(const long long ta = tr_clk();)
         if (seg >= 2) bar_sync(bar_q_empty(seg & 1), THREADS);
+        TR(const long long tb = tr_clk();)
         if (t == 0) next_work(&sched, &cursor, &works[seg & 1]);
         bar_sync(bar_producer(), 128);
+        TR(const long long tc_ = tr_clk();)
         const Work sg = works[seg & 1];
         if (sg.tiles == 0) break;
         const HeadOffsets at = head_offsets<D, FMT>(sg.bh, Sq, Sk, Skp);
@@ -335,6 +365,7 @@ __device__ __forceinline__ void produce(int Sq, int Sk, int causal, u32 bh_count
         }
         fence_async_smem();
         bar_arrive(bar_q_full(seg & 1), THREADS);
+        TR(const long long td = tr_clk();)
         for (int j = sg.t0; j < sg.t1; ++j, ++ring) {
             const int s = ring % STAGES;
             if (ring >= STAGES) bar_sync(bar_empty(s), THREADS);
@@ -343,6 +374,9 @@ __device__ __forceinline__ void produce(int Sq, int Sk, int causal, u32 bh_count
             bar_arrive(bar_full(s), THREADS);
             if (j + 1 < sg.t1) fetch<D, FMT>(tc, k_data, k_scale, v_data, v_scale, (j + 1) * BC, Sk, Skp, t);
         }
+        TR(if (TR_ON) printf("P seg %d tiles %d start %lld qempty %lld work %lld q %lld tiles_end %lld empty_wait %lld\n", seg,
+                             sg.t1 - sg.t0, ta - tr0, tb - ta, tc_ - tb, td - tc_, tr_clk() - td, tr_wait);
+           tr_wait = 0;)
     }
     // The end (the Work of no tiles, in slot seg & 1) told; take the consumers' last releases,
     // so no barrier is left half-arrived.
@@ -472,7 +506,7 @@ __device__ __forceinline__ void issue_pv(float (&o)[Wgmma<D>::regs], const u32 (
 // row state in o and st.
 template <int D, int FMT>
 __device__ __forceinline__ void consume(u32 q_addr, u32 st_addr, int ring0, const Work& sg, int Sk, int causal,
-                                        float c, int w, int t, float (&o)[Wgmma<D>::regs], RowState& st) {
+                                        float c, int w, int t, float (&o)[Wgmma<D>::regs], RowState& st TR(, long long& tr_full)) {
     constexpr int BC = Geo<D>::BC;
     using WS = Wgmma<BC>;
     using WO = Wgmma<D>;
@@ -494,10 +528,14 @@ __device__ __forceinline__ void consume(u32 q_addr, u32 st_addr, int ring0, cons
 
     u64 dq[D / 16], dk[D / 16], dv[BC / 16];
     step_descs<D>(dq, q_addr);
+    TR(const long long tw0 = tr_clk();)
     bar_sync(bar_full(stage(0)), THREADS);
+    TR(tr_full += tr_clk() - tw0;)
     step_descs<D>(dk, k_addr(0));
+    turn_take(w);
     wgmma_fence();
     issue_s<D>(sacc, dq, dk);
+    turn_pass(w);
     wgmma_wait<0>();
     fence_regs(sacc);
     softmax_to_p<D, FMT>(sacc, st, c, edge(0), key0(0), q0, Sk, causal, lane, a, alpha);  // alpha = 0: O is 0
@@ -513,8 +551,10 @@ __device__ __forceinline__ void consume(u32 q_addr, u32 st_addr, int ring0, cons
     // P·V of tile i (P in p_in) on its own, waited for; tile i's stage released.
     auto pv_alone = [&](int i, u32(&p_in)[BC / 16][L::kA_regs]) {
         step_descs<BC>(dv, k_addr(i) + Geo<D>::K_BYTES);
+        turn_take(w);
         wgmma_fence();
         issue_pv<D>(o, p_in, dv);
+        turn_pass(w);
         wgmma_wait<0>();
         fence_regs(o);
         bar_arrive(bar_empty(stage(i)), THREADS);
@@ -524,11 +564,15 @@ __device__ __forceinline__ void consume(u32 q_addr, u32 st_addr, int ring0, cons
     // copied: a copy into the buffer an in-flight wgmma reads would make ptxas serialize.
     auto round = [&](int i, u32(&p_in)[BC / 16][L::kA_regs], u32(&p_out)[BC / 16][L::kA_regs]) {
         step_descs<BC>(dv, k_addr(i - 1) + Geo<D>::K_BYTES);
+        TR(const long long tw = tr_clk();)
         bar_sync(bar_full(stage(i)), THREADS);
+        TR(tr_full += tr_clk() - tw;)
         step_descs<D>(dk, k_addr(i));
+        turn_take(w);
         wgmma_fence();
         issue_s<D>(sacc, dq, dk);
         issue_pv<D>(o, p_in, dv);
+        turn_pass(w);
         wgmma_wait<1>();  // S of tile i; P·V of tile i-1 may still run
         fence_regs(sacc);
         softmax_to_p<D, FMT>(sacc, st, c, edge(i), key0(i), q0, Sk, causal, lane, p_out, alpha);
@@ -542,15 +586,29 @@ __device__ __forceinline__ void consume(u32 q_addr, u32 st_addr, int ring0, cons
     auto finish = [&](u32(&p_in)[BC / 16][L::kA_regs]) { pv_alone(tiles - 1, p_in); };
 #if !ATTN_WG_OVERLAP
     // Without the overlap (three consumer warpgroups have registers for one P buffer only):
-    // each tile's P·V right after its softmax; the other warpgroups keep the tensor cores busy.
+    // at D = 128, tile i-1's P·V and tile i's S issued together (one turn) and both waited for
+    // before tile i's softmax; at D = 64 (S's accumulator twice as large) P and S do not fit in
+    // the registers together (ptxas serializes the wgmma), so P·V is waited for first. The
+    // other warpgroups keep the tensor cores busy meanwhile.
     for (int i = 1; i < tiles; ++i) {
-        pv_alone(i - 1, a);
+        if (D == 64) pv_alone(i - 1, a);
+        step_descs<BC>(dv, k_addr(i - 1) + Geo<D>::K_BYTES);
+        TR(const long long tw = tr_clk();)
         bar_sync(bar_full(stage(i)), THREADS);
+        TR(tr_full += tr_clk() - tw;)
         step_descs<D>(dk, k_addr(i));
+        turn_take(w);
         wgmma_fence();
+        if (D == 128) issue_pv<D>(o, a, dv);
         issue_s<D>(sacc, dq, dk);
+        turn_pass(w);
         wgmma_wait<0>();
+        fence_regs(o);
         fence_regs(sacc);
+        if (D == 128) {
+            fence_regs(a);
+            bar_arrive(bar_empty(stage(i - 1)), THREADS);
+        }
         softmax_to_p<D, FMT>(sacc, st, c, edge(i), key0(i), q0, Sk, causal, lane, a, alpha);
         rescale();
     }
@@ -572,15 +630,30 @@ __device__ __forceinline__ void consume(u32 q_addr, u32 st_addr, int ring0, cons
 }
 
 // O / l times V's tensor scale (and 2^7 per NVFP4 operand scaling), f32 out [bh][Sq][D], for
-// this thread's accumulator registers (rows from q0).
+// this thread's accumulator registers (rows from q0). D registers 2k and 2k+1 are adjacent
+// columns of one row: one 8-byte store each, so a quad of lanes writes whole 32-byte sectors
+// (scalar stores wrote every sector half by half, and a segment's end waited on them).
+template <class DL>
+FP4PROBE_HD constexpr bool d_pairs_are_adjacent() {
+    for (int lane = 0; lane < 32; ++lane)
+        for (int r = 0; r < DL::regs; r += 2)
+            if (DL::row(lane, r + 1) != DL::row(lane, r) || DL::col(lane, r + 1) != DL::col(lane, r) + 1 ||
+                DL::col(lane, r) % 2 != 0)
+                return false;
+    return true;
+}
+static_assert(d_pairs_are_adjacent<DLayout>(), "D registers 2k, 2k+1: adjacent columns, the first even");
+
 template <int D>
 __device__ __forceinline__ void store_rows(const float (&o)[Wgmma<D>::regs], const float (&l)[2], float v_ts,
                                            float* out, u64 bh, int Sq, int q0, int lane) {
 #pragma unroll
-    for (int i = 0; i < Wgmma<D>::regs; ++i) {
-        const int nt = i / L::kD_regs, r = i % L::kD_regs;
+    for (int i = 0; i < Wgmma<D>::regs; i += 2) {
+        const int nt = i / L::kD_regs, r = i % L::kD_regs, h = d_half(r);
         const int row = q0 + L::d_row_formula(lane, r, 0), d = nt * L::kN + L::d_col_formula(lane, r, 0);
-        if (row < Sq) out[(bh * Sq + row) * D + d] = __fmul_rn(__fdiv_rn(o[i], l[d_half(r)]), v_ts);
+        if (row < Sq)
+            *reinterpret_cast<float2*>(out + (bh * Sq + row) * D + d) =
+                make_float2(__fmul_rn(__fdiv_rn(o[i], l[h]), v_ts), __fmul_rn(__fdiv_rn(o[i + 1], l[h]), v_ts));
     }
 }
 
@@ -598,14 +671,15 @@ struct Partial {
 
 // The end of a piece of a cut item (attn_stream_k.cuh): its partial result to the workspace;
 // the last piece of the item to get here adds all of them up, in piece order, each scaled by
-// 2^(its maximum - the largest), and stores O. counters holds the pieces ended so far per item
-// and warpgroup, and is left at 0 for the next launch.
+// 2^(its maximum - the largest), and stores O. Per warp (its 16 rows and 32 columns of the
+// partials are its own): counters holds the pieces ended so far per item, warpgroup and warp,
+// and is left at 0 for the next launch. (Per warp, so no named barrier is needed: the
+// warpgroups' turns take those.)
 template <int D>
 __device__ __forceinline__ void finish_split(const Work& wk, const float (&o)[Wgmma<D>::regs], const RowState& st,
                                              float* partials, u32* counters, float v_ts, float* out, int Sq, int w,
                                              int t) {
     constexpr int R = Wgmma<D>::regs;
-    __shared__ int last[CONSUMERS];
     float* mine = Partial<D>::at(partials, blockIdx.x, wk.slot(blockIdx.x), w);
 #pragma unroll
     for (int i = 0; i < R; ++i) __stcg(mine + i * 128 + t, o[i]);
@@ -615,14 +689,14 @@ __device__ __forceinline__ void finish_split(const Work& wk, const float (&o)[Wg
         __stcg(mine + (R + 2 + h) * 128 + t, st.l_run[h]);
     }
     __threadfence();
-    bar_sync(bar_wg(w), 128);
-    if (t == 0) {
-        u32* count = counters + (u64)wk.item * CONSUMERS + w;
-        last[w] = atomicAdd(count, 1u) == wk.g1 - wk.g0;
-        if (last[w]) atomicExch(count, 0u);
+    __syncwarp();
+    int last = 0;
+    if (t % 32 == 0) {
+        u32* count = counters + ((u64)wk.item * CONSUMERS + w) * 4 + t / 32;
+        last = atomicAdd(count, 1u) == wk.g1 - wk.g0;
+        if (last) atomicExch(count, 0u);
     }
-    bar_sync(bar_wg(w), 128);
-    if (!last[w]) return;
+    if (!__shfl_sync(0xffffffffu, last, 0)) return;
     __threadfence();
     float m[2] = {NEG_INF, NEG_INF}, l[2] = {0.0f, 0.0f}, sum[R];
 #pragma unroll
@@ -688,19 +762,30 @@ __device__ void attention_wgmma(const u8* __restrict__ q_data, const u8* __restr
     const float v_ts = __fmul_rn(ts[2], OPERAND);
     const u32 q_addr = (u32)__cvta_generic_to_shared(q_tiles) + 64 * w * D * 2;
     const u32 st_addr = (u32)__cvta_generic_to_shared(stages);
+    if (w == CONSUMERS - 1) turn_pass(w);  // warpgroup 0 issues first
+    TR(const long long tr0 = tr_clk();)
     for (int seg = 0, ring = 0;; ++seg) {
+        TR(const long long ta = tr_clk();)
         bar_sync(bar_q_full(seg & 1), THREADS);
+        TR(const long long tb = tr_clk();)
         const Work wk = works[seg & 1];
-        if (wk.tiles == 0) return;
+        if (wk.tiles == 0) {
+            if (w == 0) turn_take(w);  // the last warpgroup's last pass
+            return;
+        }
         float o[Wgmma<D>::regs];
         RowState st;
-        consume<D, FMT>(q_addr + (seg & 1) * Geo<D>::Q_BYTES, st_addr, ring, wk, Sk, causal, c, w, t, o, st);
+        TR(long long tr_full = 0;)
+        consume<D, FMT>(q_addr + (seg & 1) * Geo<D>::Q_BYTES, st_addr, ring, wk, Sk, causal, c, w, t, o, st TR(, tr_full));
+        TR(const long long tc_ = tr_clk();)
         bar_arrive(bar_q_empty(seg & 1), THREADS);
         ring += wk.t1 - wk.t0;
         if (wk.whole())
             store_rows<D>(o, st.l_run, v_ts, out, wk.bh, Sq, wk.rb * BR + 64 * w + 16 * (t / 32), t % 32);
         else
             finish_split<D>(wk, o, st, partials, counters, v_ts, out, Sq, w, t);
+        TR(if (TR_ON) printf("C%d seg %d tiles %d whole %d start %lld qwait %lld consume %lld (fullwait %lld) store %lld\n", w, seg,
+                             wk.t1 - wk.t0, (int)wk.whole(), ta - tr0, tb - ta, tc_ - tb, tr_full, tr_clk() - tc_);)
     }
 }
 

@@ -19,6 +19,9 @@ const MIN_TILES_PER_CTA: u64 = 4;
 /// slower than a grid of one CTA per row block (16 tiles, two waves).
 const SEGMENT_COST_TILES: f64 = 4.0;
 
+/// Warps of a consumer warpgroup; a cut row block's pieces are counted per warp.
+const WARPS_PER_WARPGROUP: usize = 4;
+
 /// One launch's schedule.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StreamK {
@@ -217,10 +220,10 @@ impl StreamK {
         usize::from(self.cta_start(g) < item_first)
     }
 
-    /// Per-row-block counters of the pieces ended (`u32`, per consumer warpgroup), which the
-    /// kernel leaves at 0.
+    /// Per-row-block counters of the pieces ended (`u32`, per warp of each consumer
+    /// warpgroup: `finish_split` in attn_wgmma.cuh), which the kernel leaves at 0.
     pub fn counter_bytes(&self, consumers: usize) -> usize {
-        self.row_blocks() * self.bh * consumers * 4
+        self.row_blocks() * self.bh * consumers * WARPS_PER_WARPGROUP * 4
     }
 
     /// The pieces' partial results: per CTA two slots, per consumer warpgroup 128 threads ×
@@ -411,7 +414,7 @@ mod tests {
     #[test]
     fn workspace_sizes_follow_the_kernels_layout() {
         let s = StreamK::persistent(&shape(4096, 4096, 32, false), 192, 64, 132);
-        assert_eq!(s.counter_bytes(3), 22 * 32 * 3 * 4);
+        assert_eq!(s.counter_bytes(3), 22 * 32 * 3 * 4 * 4);
         assert_eq!(s.partial_bytes(3, 128), 132 * 2 * 3 * 128 * 68 * 4);
     }
 }
