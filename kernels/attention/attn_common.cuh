@@ -119,8 +119,8 @@ struct PScale {
         } else {
             float sixth[2];
 #pragma unroll
-            for (int h = 0; h < 2; ++h)
-                sixth[h] = fminf(fmaxf(div_markstein_nonneg(amax[h], 6.0f, SIXTH), 0.015625f), 448.0f);
+            for (int h = 0; h < 2; ++h)  // (above 448: the conversion's satfinite gives 448)
+                sixth[h] = fmaxf(div_markstein_nonneg(amax[h], 6.0f, SIXTH), 0.015625f);
             const u32 pair = e4m3x2_round(sixth[0], sixth[1]);
             e4m3x2_to_f32(pair, value[0], value[1]);
             bytes[0] = pair & 0xffu;
@@ -169,13 +169,17 @@ __device__ __forceinline__ void requantize_p(float (&p)[NT][DL::regs], float (&l
     lsum[0] = lsum[1] = 0.0f;
 #pragma unroll
     for (int blk = 0; blk < NT / PT; ++blk) {
-        float amax[2] = {0.0f, 0.0f};
+        // The blocks' maxima start from their first element (P >= 0: the same as from 0).
+        float amax[2];
+        bool first[2] = {true, true};
 #pragma unroll
         for (int nt = PT * blk; nt < PT * blk + PT; ++nt)
 #pragma unroll
             for (int r = 0; r < DL::regs; ++r) {
-                p[nt][r] = scaled_exp2_of(p[nt][r], d_half_of<DL>(r));
-                amax[d_half_of<DL>(r)] = fmaxf(amax[d_half_of<DL>(r)], p[nt][r]);
+                const int h = d_half_of<DL>(r);
+                p[nt][r] = scaled_exp2_of(p[nt][r], h);
+                amax[h] = first[h] ? p[nt][r] : fmaxf(amax[h], p[nt][r]);
+                first[h] = false;
             }
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
