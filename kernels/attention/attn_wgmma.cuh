@@ -8,7 +8,10 @@
 //     m64n{BC}k16 for S = Q·Kᵀ (Q and K from shared memory) and m64n{D}k16 for O += P·V (P
 //     from registers, the requantized S; Vᵀ from shared memory), with the online softmax and
 //     P's requantization in between; with two, tile j's S and tile j-1's P·V are issued
-//     together and P·V runs during tile j's softmax (ATTN_WG_OVERLAP).
+//     together and P·V runs during tile j's softmax (ATTN_WG_OVERLAP); with three at D = 128
+//     they are issued together too, and both waited for before the softmax. The warpgroups
+//     issue their wgmma in turns (ATTN_WG_PINGPONG, below), so one warpgroup's products run
+//     while the others compute P.
 // The grid is persistent (attn_stream_k.cuh): one CTA per multiprocessor walks an even share
 // of the launch's key tiles, row block after row block, the producer decoding each row
 // block's Q into one of two Q buffers while the consumers finish the one before; a row block
@@ -225,7 +228,11 @@ __device__ __forceinline__ void decode_chunk(const Chunk& c, unsigned char* tile
 }
 
 #ifdef ATTN_TRACE
-// Dev-only timeline of CTA ATTN_TRACE (printf of clock64 deltas per segment).
+// A timeline for tuning, off unless FP4PROBE_ATTN_DEFINES sets ATTN_TRACE=g: thread 0 of the
+// producer and of each consumer warpgroup of CTA g printf, per segment, clock64 deltas (the
+// wait for Q, the key tiles, the waits on full and empty tiles, O's store). printf itself
+// lengthens the gaps between segments, and the clock reads slow the tile loop (by a third at
+// S = 4096): compare phases within one traced run, not with an untraced one.
 #define TR(...) __VA_ARGS__
 __device__ __forceinline__ long long tr_clk() { return clock64(); }
 #define TR_ON (blockIdx.x == ATTN_TRACE && t == 0)

@@ -7,8 +7,8 @@
 #             compiled by this machine's NVRTC (SASS checked)
 #   bench     the default kernel (wgmma on an H100) and the bf16 path, PyTorch SDPA (flash,
 #             cuDNN) side by side, merged into attention-bench.csv (bench-core: only this);
-#             head_dim 256 separately; an ncu instruction-mix and stall profile of the wgmma
-#             kernel
+#             then (extra: only this) head_dim 256 separately, and an ncu instruction-mix and
+#             stall profile of the wgmma kernel
 # Results in $OUT, everything also packed into $OUT/attention-<mode>.tgz (the device tool
 # returns only a few files per call).
 set -uo pipefail
@@ -80,7 +80,8 @@ case "$MODE" in
   validate) validate ;;
   bench-core) bench_core ;;
   bench) bench_core; bench_extra ;;
+  extra) bench_extra ;;
   all) validate; bench_core; bench_extra ;;
-  *) echo "usage: $0 [validate|bench-core|bench|all]" >&2; exit 2 ;;
+  *) echo "usage: $0 [validate|bench-core|extra|bench|all]" >&2; exit 2 ;;
 esac
 tar czf "/tmp/attention-$MODE.tgz" -C "$OUT" . && mv "/tmp/attention-$MODE.tgz" "$OUT/"

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Session 8: per-segment timeline (ATTN_TRACE).
+set -uo pipefail
+B=$PWD/.dev/bin; OUT=${OUT:-/tmp/o}; W=/tmp/w; mkdir -p $OUT $W
+for cta in ${CTAS:-0 101}; do
+  FP4PROBE_ATTN_DEFINES="ATTN_TRACE=$cta ${DEFS:-}" timeout 100 $B/fp4probe attention --bench --seqs ${TSEQ:-4096} --head-dims 128 --repeats 1 --warmup 1 > $W/trace-$cta.txt 2>&1; echo "trace $cta rc=$?"
+done
+tar czf $OUT/tr.tgz -C $W .
