@@ -111,9 +111,10 @@ __device__ __forceinline__ void bar_arrive(int id, int n) { asm volatile("bar.ar
 // products while the others run their softmax. Left alone, the warpgroups fall into step: all
 // wait on the tensor cores at once, then all leave them idle while they compute P. Turn w is
 // bar_turn(w): w takes it (waits), w - 1 passes it (arrives) once it has issued. Every
-// warpgroup issues the same number of times (each segment's tiles + 1), so the count stays
-// balanced; warpgroup C - 1 passes one turn first (attention_wgmma) and warpgroup 0 takes the
-// last one at the end.
+// warpgroup takes the same number of turns (per segment its tiles + 1, or 2 a tile at D = 64
+// with three warpgroups, where S and P·V are issued apart), so the count stays balanced;
+// warpgroup C - 1 passes one turn first (attention_wgmma) and warpgroup 0 takes the last one
+// at the end.
 #ifndef ATTN_WG_PINGPONG
 #define ATTN_WG_PINGPONG 1
 #endif
