@@ -536,10 +536,14 @@ __device__ __forceinline__ void consume(u32 q_addr, u32 st_addr, int ring0, cons
 
     u64 dq[D / 16], dk[D / 16], dv[BC / 16];
     step_descs<D>(dq, q_addr);
-    TR(const long long tw0 = tr_clk();)
-    bar_sync(bar_full(stage(0)), THREADS);
-    TR(tr_full += tr_clk() - tw0;)
-    step_descs<D>(dk, k_addr(0));
+    // Tile i's stage filled (the wait traced) and its K descriptors formed.
+    auto await_tile = [&](int i) {
+        TR(const long long tw = tr_clk();)
+        bar_sync(bar_full(stage(i)), THREADS);
+        TR(tr_full += tr_clk() - tw;)
+        step_descs<D>(dk, k_addr(i));
+    };
+    await_tile(0);
     turn_take(w);
     wgmma_fence();
     issue_s<D>(sacc, dq, dk);
@@ -572,10 +576,7 @@ __device__ __forceinline__ void consume(u32 q_addr, u32 st_addr, int ring0, cons
     // copied: a copy into the buffer an in-flight wgmma reads would make ptxas serialize.
     auto round = [&](int i, u32(&p_in)[BC / 16][L::kA_regs], u32(&p_out)[BC / 16][L::kA_regs]) {
         step_descs<BC>(dv, k_addr(i - 1) + Geo<D>::K_BYTES);
-        TR(const long long tw = tr_clk();)
-        bar_sync(bar_full(stage(i)), THREADS);
-        TR(tr_full += tr_clk() - tw;)
-        step_descs<D>(dk, k_addr(i));
+        await_tile(i);
         turn_take(w);
         wgmma_fence();
         issue_s<D>(sacc, dq, dk);
@@ -601,10 +602,7 @@ __device__ __forceinline__ void consume(u32 q_addr, u32 st_addr, int ring0, cons
     for (int i = 1; i < tiles; ++i) {
         if (D == 64) pv_alone(i - 1, a);
         step_descs<BC>(dv, k_addr(i - 1) + Geo<D>::K_BYTES);
-        TR(const long long tw = tr_clk();)
-        bar_sync(bar_full(stage(i)), THREADS);
-        TR(tr_full += tr_clk() - tw;)
-        step_descs<D>(dk, k_addr(i));
+        await_tile(i);
         turn_take(w);
         wgmma_fence();
         if (D == 128) issue_pv<D>(o, a, dv);
