@@ -376,7 +376,9 @@ __device__ __forceinline__ void produce(int Sq, int Sk, int causal, u32 bh_count
         TR(const long long td = tr_clk();)
         for (int j = sg.t0; j < sg.t1; ++j, ++ring) {
             const int s = ring % STAGES;
+            TR(const long long tw = tr_clk();)
             if (ring >= STAGES) bar_sync(bar_empty(s), THREADS);
+            TR(tr_wait += tr_clk() - tw;)
             store<D, FMT>(tc, stages + s * Geo<D>::STAGE_BYTES, t);
             fence_async_smem();
             bar_arrive(bar_full(s), THREADS);
