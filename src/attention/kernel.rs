@@ -505,11 +505,6 @@ impl<'a> AttentionKernel<'a> {
         Variant::pick(&variants, shape, self.sms, format)
     }
 
-    /// The stream-K schedule a launch of `shape` in `format` runs (wgmma only).
-    pub fn schedule_for(&self, shape: &AttnShape, format: Format) -> Option<StreamK> {
-        self.variant_for(shape, format).schedule(shape, self.sms)
-    }
-
     /// The device pointers of a workspace for `schedule` run by `consumers` consumer
     /// warpgroups at `head_dim`: the per-row-block counters (zeroed when allocated; the kernel
     /// leaves them at 0) and the partial results. Grown when a launch needs more.
