@@ -104,8 +104,13 @@ __device__ __forceinline__ int bar_turn(int w) { return 5 + 2 * STAGES + w; }
 __device__ __forceinline__ int bar_producer() { return 5 + 2 * STAGES + CONSUMERS; }
 static_assert(6 + 2 * STAGES + CONSUMERS <= 16, "16 named barriers");
 
-__device__ __forceinline__ void bar_sync(int id, int n) { asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(n) : "memory"); }
-__device__ __forceinline__ void bar_arrive(int id, int n) { asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(n) : "memory"); }
+// barrier.sync / .arrive without .aligned (bar.sync is barrier.sync.aligned): the warps that
+// meet at one barrier reach it from different instructions (a warpgroup with no live tile
+// waits for a stage in consume's pass_through while the others wait in the tile loop), which
+// .aligned does not allow (compute-sanitizer synccheck: "Divergent thread(s) in block"). The
+// SASS is the same BAR.SYNC / BAR.ARV with one encoding bit apart.
+__device__ __forceinline__ void bar_sync(int id, int n) { asm volatile("barrier.sync %0, %1;" ::"r"(id), "r"(n) : "memory"); }
+__device__ __forceinline__ void bar_arrive(int id, int n) { asm volatile("barrier.arrive %0, %1;" ::"r"(id), "r"(n) : "memory"); }
 // Turns (FlashAttention-3's ping-pong scheduling): the consumer warpgroups issue their wgmma
 // one after another, w after w - 1 (C - 1 before 0), so the tensor cores run one warpgroup's
 // products while the others run their softmax. Left alone, the warpgroups fall into step: all
@@ -119,10 +124,10 @@ __device__ __forceinline__ void bar_arrive(int id, int n) { asm volatile("bar.ar
 #define ATTN_WG_PINGPONG 1
 #endif
 __device__ __forceinline__ void turn_take(int w) {
-    if (ATTN_WG_PINGPONG) asm volatile("bar.sync %0, 256;" ::"r"(bar_turn(w)) : "memory");
+    if (ATTN_WG_PINGPONG) asm volatile("barrier.sync %0, 256;" ::"r"(bar_turn(w)) : "memory");
 }
 __device__ __forceinline__ void turn_pass(int w) {
-    if (ATTN_WG_PINGPONG) asm volatile("bar.arrive %0, 256;" ::"r"(bar_turn(w + 1 == CONSUMERS ? 0 : w + 1)) : "memory");
+    if (ATTN_WG_PINGPONG) asm volatile("barrier.arrive %0, 256;" ::"r"(bar_turn(w + 1 == CONSUMERS ? 0 : w + 1)) : "memory");
 }
 // Generic-proxy stores to shared memory made visible to the async proxy (wgmma's reads).
 __device__ __forceinline__ void fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
@@ -514,8 +519,14 @@ __device__ __forceinline__ void issue_pv(float (&o)[Wgmma<D>::regs], const u32 (
 // cores finish P·V, then O is rescaled by tile j's alpha (O·α_j + P_j·V_j in the next round:
 // the same sequence of operations as attn_bf16.cuh). Leaves the segment's unnormalized O and
 // row state in o and st.
+// A warpgroup computes only its live tiles: those holding a key one of its rows sees. They are
+// the first `live` of the segment's (keys grow along it): all of them, none when its 64 rows
+// all lie past Sq (the last row block of a head, 192 rows, often has 64 real ones), and with
+// the causal mask not those wholly past its last row (two of a row block's last three tiles
+// for warpgroup 0, one for warpgroup 1). Their P would be 0 and their maxima -inf: skipping
+// them changes no value. The others it passes through (drain).
 template <int D, int FMT>
-__device__ __forceinline__ void consume(u32 q_addr, u32 st_addr, int ring0, const Work& sg, int Sk, int causal,
+__device__ __forceinline__ void consume(u32 q_addr, u32 st_addr, int ring0, const Work& sg, int Sq, int Sk, int causal,
                                         float c, int w, int t, float (&o)[Wgmma<D>::regs], RowState& st TR(, long long& tr_full)) {
     constexpr int BC = Geo<D>::BC;
     using WS = Wgmma<BC>;
@@ -528,6 +539,11 @@ __device__ __forceinline__ void consume(u32 q_addr, u32 st_addr, int ring0, cons
     auto k_addr = [&](int i) { return st_addr + stage(i) * Geo<D>::STAGE_BYTES; };
     auto key0 = [&](int i) { return (sg.t0 + i) * BC; };
     auto edge = [&](int i) { return key0(i) + BC > Sk || (causal && key0(i) + BC - 1 > q_wg); };
+    const int q_last = min(q_wg + 63, Sq - 1);
+    int live = q_wg < Sq ? tiles : 0;
+    if (causal && live > 0) live = min(tiles, max(0, (q_last + 1 - key0(0) + BC - 1) / BC));
+    // P·V issued in a turn of its own, apart from the next tile's S (three warpgroups at D = 64).
+    constexpr bool PV_APART = !ATTN_WG_OVERLAP && D == 64;
 
     st = RowState();
 #pragma unroll
@@ -538,13 +554,50 @@ __device__ __forceinline__ void consume(u32 q_addr, u32 st_addr, int ring0, cons
 
     u64 dq[D / 16], dk[D / 16], dv[BC / 16];
     step_descs<D>(dq, q_addr);
-    // Tile i's stage filled (the wait traced) and its K descriptors formed.
-    auto await_tile = [&](int i) {
+    // Tile i's stage filled (the wait traced), and for a live tile its K descriptors formed.
+    auto await_full = [&](int i) {
         TR(const long long tw = tr_clk();)
         bar_sync(bar_full(stage(i)), THREADS);
         TR(tr_full += tr_clk() - tw;)
+    };
+    auto await_tile = [&](int i) {
+        await_full(i);
         step_descs<D>(dk, k_addr(i));
     };
+    // P·V of tile i (P in p_in) on its own, waited for; tile i's stage released.
+    auto pv_alone = [&](int i, u32(&p_in)[BC / 16][L::kA_regs]) {
+        step_descs<BC>(dv, k_addr(i) + Geo<D>::K_BYTES);
+        turn_take(w);
+        wgmma_fence();
+        issue_pv<D>(o, p_in, dv);
+        turn_pass(w);
+        wgmma_wait<0>();
+        fence_regs(o);
+        bar_arrive(bar_empty(stage(i)), THREADS);
+    };
+    // Tiles from.. (none of them live): their stages awaited and released, their turns taken and
+    // passed where the full loop takes them (at D = 64 with three warpgroups, two a tile: P·V's
+    // of the tile before, then S's), and the last tile's P·V turn. A turn must not be taken
+    // before a stage's wait that the loop takes after it: the warpgroup before this one passes
+    // that turn only after the wait, which needs every consumer there.
+    auto pass_through = [&](int from) {
+        for (int i = from; i < tiles; ++i) {
+            if (PV_APART && i > from) {
+                turn_take(w);
+                turn_pass(w);
+            }
+            await_full(i);
+            turn_take(w);
+            turn_pass(w);
+            bar_arrive(bar_empty(stage(i)), THREADS);
+        }
+        turn_take(w);
+        turn_pass(w);
+    };
+    if (live == 0) {
+        pass_through(0);
+        return;
+    }
     await_tile(0);
     turn_take(w);
     wgmma_fence();
@@ -561,17 +614,6 @@ __device__ __forceinline__ void consume(u32 q_addr, u32 st_addr, int ring0, cons
 #pragma unroll
             for (int i = 0; i < WO::regs; ++i) o[i] = __fmul_rn(o[i], alpha[d_half(i % L::kD_regs)]);
         }
-    };
-    // P·V of tile i (P in p_in) on its own, waited for; tile i's stage released.
-    auto pv_alone = [&](int i, u32(&p_in)[BC / 16][L::kA_regs]) {
-        step_descs<BC>(dv, k_addr(i) + Geo<D>::K_BYTES);
-        turn_take(w);
-        wgmma_fence();
-        issue_pv<D>(o, p_in, dv);
-        turn_pass(w);
-        wgmma_wait<0>();
-        fence_regs(o);
-        bar_arrive(bar_empty(stage(i)), THREADS);
     };
     // One round: S of tile i and P·V of tile i-1 (P in p_in) issued together, tile i's P into
     // p_out. The loop runs rounds in pairs with the two P buffers swapped, so no P register is
@@ -593,27 +635,42 @@ __device__ __forceinline__ void consume(u32 q_addr, u32 st_addr, int ring0, cons
         bar_arrive(bar_empty(stage(i - 1)), THREADS);
         rescale();
     };
-    // The last tile's P·V.
-    auto finish = [&](u32(&p_in)[BC / 16][L::kA_regs]) { pv_alone(tiles - 1, p_in); };
+    // The last live tile's P·V (P in p_in), and the tiles past it. Where the loop would issue it
+    // together with the next tile's S, it is issued in that tile's turn, after that tile's wait.
+    auto finish = [&](u32(&p_in)[BC / 16][L::kA_regs]) {
+        const int n = live;
+        const bool in_next_turn = n < tiles && !PV_APART;
+        step_descs<BC>(dv, k_addr(n - 1) + Geo<D>::K_BYTES);
+        if (in_next_turn) await_full(n);
+        turn_take(w);
+        wgmma_fence();
+        issue_pv<D>(o, p_in, dv);
+        turn_pass(w);
+        wgmma_wait<0>();
+        fence_regs(o);
+        bar_arrive(bar_empty(stage(n - 1)), THREADS);
+        if (in_next_turn) bar_arrive(bar_empty(stage(n)), THREADS);
+        if (n < tiles) pass_through(in_next_turn ? n + 1 : n);
+    };
 #if !ATTN_WG_OVERLAP
     // Without the overlap (three consumer warpgroups have registers for one P buffer only):
     // at D = 128, tile i-1's P·V and tile i's S issued together (one turn) and both waited for
     // before tile i's softmax; at D = 64 (S's accumulator twice as large) P and S do not fit in
     // the registers together (ptxas serializes the wgmma), so P·V is waited for first. The
     // other warpgroups keep the tensor cores busy meanwhile.
-    for (int i = 1; i < tiles; ++i) {
-        if (D == 64) pv_alone(i - 1, a);
+    for (int i = 1; i < live; ++i) {
+        if (PV_APART) pv_alone(i - 1, a);
         step_descs<BC>(dv, k_addr(i - 1) + Geo<D>::K_BYTES);
         await_tile(i);
         turn_take(w);
         wgmma_fence();
-        if (D == 128) issue_pv<D>(o, a, dv);
+        if (!PV_APART) issue_pv<D>(o, a, dv);
         issue_s<D>(sacc, dq, dk);
         turn_pass(w);
         wgmma_wait<0>();
         fence_regs(o);
         fence_regs(sacc);
-        if (D == 128) {
+        if (!PV_APART) {
             fence_regs(a);
             bar_arrive(bar_empty(stage(i - 1)), THREADS);
         }
@@ -624,11 +681,11 @@ __device__ __forceinline__ void consume(u32 q_addr, u32 st_addr, int ring0, cons
 #else
     u32 a2[BC / 16][L::kA_regs];
     int i = 1;
-    for (; i + 1 < tiles; i += 2) {
+    for (; i + 1 < live; i += 2) {
         round(i, a, a2);
         round(i + 1, a2, a);
     }
-    if (i < tiles) {
+    if (i < live) {
         round(i, a, a2);
         finish(a2);
     } else {
@@ -655,13 +712,21 @@ static_assert(d_pairs_are_adjacent<DLayout>(), "D registers 2k, 2k+1: adjacent c
 template <int D>
 __device__ __forceinline__ void store_rows(const float (&o)[Wgmma<D>::regs], const float (&l)[2], float v_ts,
                                            float* out, u64 bh, int Sq, int q0, int lane) {
+    static_assert(L::kD_regs == 4 && d_half(0) == 0 && d_half(2) == 1, "D registers 0,1: row half 0; 2,3: half 1");
+    // Per row half h: the lane's row, its address formed once (every pair of the row is at a
+    // constant offset from it), and its divisor.
 #pragma unroll
-    for (int i = 0; i < Wgmma<D>::regs; i += 2) {
-        const int nt = i / L::kD_regs, r = i % L::kD_regs, h = d_half(r);
-        const int row = q0 + L::d_row_formula(lane, r, 0), d = nt * L::kN + L::d_col_formula(lane, r, 0);
-        if (row < Sq)
-            *reinterpret_cast<float2*>(out + (bh * Sq + row) * D + d) =
-                make_float2(__fmul_rn(__fdiv_rn(o[i], l[h]), v_ts), __fmul_rn(__fdiv_rn(o[i + 1], l[h]), v_ts));
+    for (int h = 0; h < 2; ++h) {
+        const int row = q0 + L::d_row_formula(lane, 2 * h, 0);
+        if (row >= Sq) continue;
+        const RowDivisor by(l[h]);
+        float* dst = out + (bh * Sq + row) * D + L::d_col_formula(lane, 2 * h, 0);
+#pragma unroll
+        for (int nt = 0; nt < D / L::kN; ++nt) {
+            const int i = nt * L::kD_regs + 2 * h;
+            *reinterpret_cast<float2*>(dst + nt * L::kN) =
+                make_float2(__fmul_rn(by.div(o[i]), v_ts), __fmul_rn(by.div(o[i + 1]), v_ts));
+        }
     }
 }
 
@@ -784,7 +849,7 @@ __device__ void attention_wgmma(const u8* __restrict__ q_data, const u8* __restr
         float o[Wgmma<D>::regs];
         RowState st;
         TR(long long tr_full = 0;)
-        consume<D, FMT>(q_addr + (seg & 1) * Geo<D>::Q_BYTES, st_addr, ring, wk, Sk, causal, c, w, t, o, st TR(, tr_full));
+        consume<D, FMT>(q_addr + (seg & 1) * Geo<D>::Q_BYTES, st_addr, ring, wk, Sq, Sk, causal, c, w, t, o, st TR(, tr_full));
         TR(const long long tc_ = tr_clk();)
         bar_arrive(bar_q_empty(seg & 1), THREADS);
         ring += wk.t1 - wk.t0;
