@@ -9,15 +9,13 @@
 #             cuDNN) side by side, merged into attention-bench.csv (bench-core: only this);
 #             then (extra: only this) head_dim 256 separately, and an ncu instruction-mix and
 #             stall profile of the wgmma kernel
-# Results in $OUT, everything also packed into $OUT/attention-<mode>.tgz (the device tool
-# returns only a few files per call).
+# Results in $OUT (the whole output in run-<mode>.log), everything also packed into
+# $OUT/attention-<mode>.tgz (the device tool returns only a few files per call).
 set -uo pipefail
 MODE=${1:-all}
 B=.dev/bin
 OUT=${OUT:-/tmp/fp4probe-out}
 mkdir -p "$OUT"
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv
-
 validate() {
   for p in wgmma bf16 block-scale-emulated block-scale-k32-emulated; do
     echo "== validation suite, --path $p"
@@ -76,12 +74,18 @@ bench_extra() {
   rm -f "$OUT/source.csv" "$OUT/wgmma-d128-s4096.ncu-rep"
 }
 
-case "$MODE" in
-  validate) validate ;;
-  bench-core) bench_core ;;
-  bench) bench_core; bench_extra ;;
-  extra) bench_extra ;;
-  all) validate; bench_core; bench_extra ;;
-  *) echo "usage: $0 [validate|bench-core|extra|bench|all]" >&2; exit 2 ;;
-esac
+run_mode() {
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv
+  case "$MODE" in
+    validate) validate ;;
+    bench-core) bench_core ;;
+    validate-bench-core) validate; bench_core ;;
+    bench) bench_core; bench_extra ;;
+    extra) bench_extra ;;
+    all) validate; bench_core; bench_extra ;;
+    *) echo "usage: $0 [validate|bench-core|validate-bench-core|extra|bench|all]" >&2; exit 2 ;;
+  esac
+}
+# The whole output also in run-<mode>.log (the device tool returns only its tail).
+run_mode 2>&1 | tee "$OUT/run-$MODE.log"
 tar czf "/tmp/attention-$MODE.tgz" -C "$OUT" . && mv "/tmp/attention-$MODE.tgz" "$OUT/"
