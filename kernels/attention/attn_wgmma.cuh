@@ -524,7 +524,7 @@ __device__ __forceinline__ void issue_pv(float (&o)[Wgmma<D>::regs], const u32 (
 // all lie past Sq (the last row block of a head, 192 rows, often has 64 real ones), and with
 // the causal mask not those wholly past its last row (two of a row block's last three tiles
 // for warpgroup 0, one for warpgroup 1). Their P would be 0 and their maxima -inf: skipping
-// them changes no value. The others it passes through (drain).
+// them changes no value. The others it passes through (pass_through).
 template <int D, int FMT>
 __device__ __forceinline__ void consume(u32 q_addr, u32 st_addr, int ring0, const Work& sg, int Sq, int Sk, int causal,
                                         float c, int w, int t, float (&o)[Wgmma<D>::regs], RowState& st TR(, long long& tr_full)) {

@@ -383,8 +383,9 @@ const SLOW_COMPILE: std::time::Duration = std::time::Duration::from_secs(2);
 /// Say on stderr that a compile took long, so that a first run is not taken for a hang. On the
 /// H100 machine (NVRTC 13.0), the first run of a fresh machine with one wgmma variant took
 /// 21.6 s and the runs after it 0.8–1.2 s: NVRTC 12.9 and later keep what they compiled in the
-/// CUDA compute cache (~/.nv/ComputeCache), keyed by the preprocessed source. Session 8 took
-/// such first compiles, under 12 s timeouts, for a hang of the kernel.
+/// CUDA compute cache (~/.nv/ComputeCache; a run with an added macro the source does not use
+/// still found it there). Session 8 took such first compiles, under 12 s timeouts, for a hang
+/// of the kernel.
 fn report_slow_compile(variant: Variant, arch: &str, took: std::time::Duration) {
     if took < SLOW_COMPILE {
         return;
@@ -396,7 +397,7 @@ fn report_slow_compile(variant: Variant, arch: &str, took: std::time::Duration) 
     };
     eprintln!(
         "fp4probe attention: compiling kernels/{SOURCE} ({}{form}) for {arch} took {:.1} s \
-         (NVRTC 12.9 and later cache it: a later run of the same source loads it)",
+         (NVRTC 12.9 and later cache compiles: a later run of the same source may load it)",
         variant.path.body(),
         took.as_secs_f64()
     );

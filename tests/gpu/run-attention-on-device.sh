@@ -15,6 +15,10 @@ set -uo pipefail
 MODE=${1:-all}
 B=.dev/bin
 OUT=${OUT:-/tmp/fp4probe-out}
+case "$MODE" in
+  validate|bench-core|validate-bench-core|bench|extra|all) ;;
+  *) echo "usage: $0 [validate|bench-core|validate-bench-core|extra|bench|all]" >&2; exit 2 ;;
+esac
 mkdir -p "$OUT"
 validate() {
   for p in wgmma bf16 block-scale-emulated block-scale-k32-emulated; do
@@ -83,7 +87,6 @@ run_mode() {
     bench) bench_core; bench_extra ;;
     extra) bench_extra ;;
     all) validate; bench_core; bench_extra ;;
-    *) echo "usage: $0 [validate|bench-core|validate-bench-core|extra|bench|all]" >&2; exit 2 ;;
   esac
 }
 # The whole output also in run-<mode>.log (the device tool returns only its tail).
