@@ -94,15 +94,46 @@ struct Geo {
     static constexpr int SMEM = 2 * Q_BYTES + STAGES * STAGE_BYTES;
 };
 
-// Named barriers (0 is __syncthreads): tile s of the ring is full / empty; Q buffer b is full
-// / empty; consumer warpgroup w's turn to issue (below); the producer's own (its next Work).
-__device__ __forceinline__ int bar_full(int s) { return 1 + s; }
-__device__ __forceinline__ int bar_empty(int s) { return 1 + STAGES + s; }
-__device__ __forceinline__ int bar_q_full(int b) { return 1 + 2 * STAGES + b; }
-__device__ __forceinline__ int bar_q_empty(int b) { return 3 + 2 * STAGES + b; }
-__device__ __forceinline__ int bar_turn(int w) { return 5 + 2 * STAGES + w; }
-__device__ __forceinline__ int bar_producer() { return 5 + 2 * STAGES + CONSUMERS; }
-static_assert(6 + 2 * STAGES + CONSUMERS <= 16, "16 named barriers");
+// Named barriers (0 is __syncthreads), where the producer waits for every consumer: tile s of
+// the ring is empty; Q buffer b is empty; consumer warpgroup w's turn to issue (below); the
+// producer's own (its next Work).
+__device__ __forceinline__ int bar_empty(int s) { return 1 + s; }
+__device__ __forceinline__ int bar_q_empty(int b) { return 1 + STAGES + b; }
+__device__ __forceinline__ int bar_turn(int w) { return 3 + STAGES + w; }
+__device__ __forceinline__ int bar_producer() { return 3 + STAGES + CONSUMERS; }
+static_assert(4 + STAGES + CONSUMERS <= 16, "16 named barriers");
+
+// "Full" (a stage of the ring, a Q buffer) is an mbarrier each: the producer's 128 threads
+// arrive, and the consumer warpgroups wait for its phase without arriving. A named barrier
+// counts its waiters among its arrivals, so all the consumer warpgroups had to reach it before
+// any passed: every tile they met there, and the tensor cores stood idle while the last of them
+// finished its softmax, whatever the turns (below) had staggered (Nsight Compute: 6% of the
+// consumers' time waiting there, 9% more for their turns; experiments/full-barriers).
+// Phase k of a barrier is its k-th use (ring position / STAGES, segment / 2), and a waiter
+// waits for the parity k & 1; the producer cannot complete phase k + 1 before every consumer
+// has released phase k's stage or buffer (the empty barriers), so no waiter misses a phase.
+struct FullBarriers {
+    unsigned long long stage[STAGES], q[2];
+};
+__device__ __forceinline__ u32 shared_addr(const void* p) { return (u32)__cvta_generic_to_shared(p); }
+__device__ __forceinline__ void mbar_init(const unsigned long long* b, int count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(shared_addr(b)), "r"(count) : "memory");
+}
+// Release: the arriving thread's shared stores (made visible to the async proxy first) are
+// visible to a thread that has seen the phase complete.
+__device__ __forceinline__ void mbar_arrive(const unsigned long long* b) {
+    asm volatile("{ .reg .b64 state; mbarrier.arrive.shared::cta.b64 state, [%0]; }" ::"r"(shared_addr(b)) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(const unsigned long long* b, int phase) {
+    const u32 addr = shared_addr(b), parity = (u32)phase & 1u;
+    u32 done;
+    do {
+        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+                     : "=r"(done)
+                     : "r"(addr), "r"(parity)
+                     : "memory");
+    } while (!done);
+}
 
 // barrier.sync / .arrive without .aligned (bar.sync is barrier.sync.aligned): the warps that
 // meet at one barrier reach it from different instructions (a warpgroup with no live tile
@@ -325,7 +356,7 @@ __device__ __noinline__ void next_work(const Schedule* sc, Schedule::Cursor* cur
 // then its key tiles through the ring, each fetched while the one before is stored.
 template <int D, int FMT>
 __device__ __forceinline__ void produce(int Sq, int Sk, int causal, u32 bh_count, unsigned char* q_tiles, Work* works,
-                                        unsigned char* stages, const Operands& op, int t) {
+                                        unsigned char* stages, FullBarriers* full, const Operands& op, int t) {
     constexpr int B = Blk<FMT>::n, BC = Geo<D>::BC, QW = 64 * (D / 32) / 128, QC = CONSUMERS * QW;
     static_assert(QW * 128 == 64 * (D / 32), "whole Q chunks per thread");
     __shared__ Schedule sched;
@@ -377,7 +408,7 @@ __device__ __forceinline__ void produce(int Sq, int Sk, int causal, u32 bh_count
             decode_chunk<FMT, D>(qc[c], q_tile + 64 * (c / QW) * D * 2, i % 64, 32 * (i / 64));
         }
         fence_async_smem();
-        bar_arrive(bar_q_full(seg & 1), THREADS);
+        mbar_arrive(&full->q[seg & 1]);
         TR(const long long td = tr_clk();)
         for (int j = sg.t0; j < sg.t1; ++j, ++ring) {
             const int s = ring % STAGES;
@@ -386,7 +417,7 @@ __device__ __forceinline__ void produce(int Sq, int Sk, int causal, u32 bh_count
             TR(tr_wait += tr_clk() - tw;)
             store<D, FMT>(tc, stages + s * Geo<D>::STAGE_BYTES, t);
             fence_async_smem();
-            bar_arrive(bar_full(s), THREADS);
+            mbar_arrive(&full->stage[s]);
             if (j + 1 < sg.t1) fetch<D, FMT>(tc, k_data, k_scale, v_data, v_scale, (j + 1) * BC, Sk, Skp, t);
         }
         TR(if (TR_ON) printf("P seg %d tiles %d start %lld qempty %lld work %lld q %lld tiles_end %lld empty_wait %lld\n", seg,
@@ -394,8 +425,8 @@ __device__ __forceinline__ void produce(int Sq, int Sk, int causal, u32 bh_count
            tr_wait = 0;)
     }
     // The end (the Work of no tiles, in slot seg & 1) told; take the consumers' last releases,
-    // so no barrier is left half-arrived.
-    bar_arrive(bar_q_full(seg & 1), THREADS);
+    // so no named barrier is left half-arrived.
+    mbar_arrive(&full->q[seg & 1]);
     for (int r = max(ring - STAGES, 0); r < ring; ++r) bar_sync(bar_empty(r % STAGES), THREADS);
     if (seg >= 1) bar_sync(bar_q_empty((seg - 1) & 1), THREADS);
 }
@@ -526,8 +557,8 @@ __device__ __forceinline__ void issue_pv(float (&o)[Wgmma<D>::regs], const u32 (
 // for warpgroup 0, one for warpgroup 1). Their P would be 0 and their maxima -inf: skipping
 // them changes no value. The others it passes through (pass_through).
 template <int D, int FMT>
-__device__ __forceinline__ void consume(u32 q_addr, u32 st_addr, int ring0, const Work& sg, int Sq, int Sk, int causal,
-                                        float c, int w, int t, float (&o)[Wgmma<D>::regs], RowState& st TR(, long long& tr_full)) {
+__device__ __forceinline__ void consume(u32 q_addr, u32 st_addr, const FullBarriers* full, int ring0, const Work& sg, int Sq,
+                                        int Sk, int causal, float c, int w, int t, float (&o)[Wgmma<D>::regs], RowState& st TR(, long long& tr_full)) {
     constexpr int BC = Geo<D>::BC;
     using WS = Wgmma<BC>;
     using WO = Wgmma<D>;
@@ -557,7 +588,7 @@ __device__ __forceinline__ void consume(u32 q_addr, u32 st_addr, int ring0, cons
     // Tile i's stage filled (the wait traced), and for a live tile its K descriptors formed.
     auto await_full = [&](int i) {
         TR(const long long tw = tr_clk();)
-        bar_sync(bar_full(stage(i)), THREADS);
+        mbar_wait(&full->stage[stage(i)], (ring0 + i) / STAGES);
         TR(tr_full += tr_clk() - tw;)
     };
     auto await_tile = [&](int i) {
@@ -814,6 +845,14 @@ __device__ void attention_wgmma(const u8* __restrict__ q_data, const u8* __restr
     unsigned char* q_tiles = smem;  // two, one per segment in flight
     unsigned char* stages = smem + 2 * Geo<D>::Q_BYTES;
     __shared__ Work works[2];  // the segment of each Q buffer
+    __shared__ FullBarriers full;
+    if (threadIdx.x == 0) {
+#pragma unroll
+        for (int s = 0; s < STAGES; ++s) mbar_init(&full.stage[s], 128);
+        mbar_init(&full.q[0], 128);
+        mbar_init(&full.q[1], 128);
+    }
+    __syncthreads();
 
     // The warpgroup index through a shuffle from lane 0, so the compiler knows it is
     // warp-uniform: the wgmma descriptors built from it then live in uniform registers, with
@@ -824,7 +863,7 @@ __device__ void attention_wgmma(const u8* __restrict__ q_data, const u8* __restr
     // accumulators): 128·PRODUCER_REGS + 128·CONSUMERS·CONSUMER_REGS <= 64K.
     if (wgi == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(PRODUCER_REGS));
-        produce<D, FMT>(Sq, Sk, causal, bh_count, q_tiles, works, stages,
+        produce<D, FMT>(Sq, Sk, causal, bh_count, q_tiles, works, stages, &full,
                         Operands{q_data, q_scale, k_data, k_scale, v_data, v_scale, Skp}, t);
         return;
     }
@@ -839,7 +878,7 @@ __device__ void attention_wgmma(const u8* __restrict__ q_data, const u8* __restr
     TR(const long long tr0 = tr_clk();)
     for (int seg = 0, ring = 0;; ++seg) {
         TR(const long long ta = tr_clk();)
-        bar_sync(bar_q_full(seg & 1), THREADS);
+        mbar_wait(&full.q[seg & 1], seg / 2);
         TR(const long long tb = tr_clk();)
         const Work wk = works[seg & 1];
         if (wk.tiles == 0) {
@@ -849,7 +888,7 @@ __device__ void attention_wgmma(const u8* __restrict__ q_data, const u8* __restr
         float o[Wgmma<D>::regs];
         RowState st;
         TR(long long tr_full = 0;)
-        consume<D, FMT>(q_addr + (seg & 1) * Geo<D>::Q_BYTES, st_addr, ring, wk, Sq, Sk, causal, c, w, t, o, st TR(, tr_full));
+        consume<D, FMT>(q_addr + (seg & 1) * Geo<D>::Q_BYTES, st_addr, &full, ring, wk, Sq, Sk, causal, c, w, t, o, st TR(, tr_full));
         TR(const long long tc_ = tr_clk();)
         bar_arrive(bar_q_empty(seg & 1), THREADS);
         ring += wk.t1 - wk.t0;
