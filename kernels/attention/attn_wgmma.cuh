@@ -89,6 +89,13 @@ struct Geo {
     static constexpr int Q_BYTES = BR * D * 2;
     static constexpr int K_BYTES = BC * D * 2, V_BYTES = D * BC * 2;
     static constexpr int STAGE_BYTES = K_BYTES + V_BYTES;
+    // A row block's Q as stored (FP4 codes, then its scale bytes from the 4-byte word holding
+    // the first: NVFP4's D/16 a row at most, and 4 bytes of alignment), prefetched with
+    // cp.async a segment ahead into the Q buffer it will be decoded to: that buffer is free
+    // while the segment before runs, so the staging costs no shared memory (more would move
+    // the CTA to the next shared-memory/L1 split; experiments/boundaries).
+    static constexpr int QRAW_CODES = BR * (D / 2), QRAW_BYTES = QRAW_CODES + BR * (D / 16) + 16;
+    static_assert(QRAW_BYTES <= Q_BYTES, "the staged Q fits the buffer it is decoded to");
     // The dynamic shared memory the host gives a CTA (src/attention/kernel.rs:
     // Variant::dynamic_smem); the kernel traps if given less.
     static constexpr int SMEM = 2 * Q_BYTES + STAGES * STAGE_BYTES;
@@ -207,16 +214,20 @@ FP4PROBE_HD constexpr bool slots_are_a_permutation() {
 }
 static_assert(slots_are_a_permutation(), "key slots");
 
-// ---- FP4 → bf16 by shifts --------------------------------------------------------------
+// ---- FP4 → bf16 by shifts and masks ---------------------------------------------------
 // E2M1 magnitude bits e1 e0 m placed at bf16 bits 8..6 (exponent field e, top mantissa bit
 // m) read as (1 + m/2)·2^(e-127) for e ≥ 1 and m·2^-127 for e = 0: the code's value times
 // 2^-126 in every case. Sign bit to bit 15. Pair k of word w holds codes k and k+4.
 template <int K>
 __device__ __forceinline__ u32 e2m1_pair_scaled_down(u32 w) {
-    constexpr int MAG = 6 - 4 * K, SGN = 12 - 4 * K;
-    const u32 mag = MAG >= 0 ? w << MAG : w >> -MAG;
-    const u32 sgn = SGN >= 0 ? w << SGN : w >> -SGN;
-    return (mag & 0x01c001c0u) | (sgn & 0x80008000u);
+    // Codes K and K+4 selected (those of pairs 2 and 3 first brought down to 0 and 1's
+    // places), then one multiplication adds two copies shifted by 6 - 4k (magnitudes into
+    // place) and 12 - 4k (signs into place): their bits do not overlap, so the sum is their OR,
+    // and the mask keeps bits 6..8 and 15 of each half. Three instructions a pair, not four.
+    constexpr int k = K & 1;
+    const u32 x = K < 2 ? w : w >> 8;
+    const u32 sel = x & (0x000f000fu << (4 * k));
+    return (sel * ((1u << (6 - 4 * k)) + (1u << (12 - 4 * k)))) & 0x81c081c0u;
 }
 
 // The factors that undo 2^-126 and apply a block scale, both exact: NVFP4 (E4M3 in
@@ -278,6 +289,17 @@ __device__ __forceinline__ long long tr_clk() { return clock64(); }
 #endif
 
 __device__ __forceinline__ uint4 ldg16(const u8* p) { return __ldg(reinterpret_cast<const uint4*>(p)); }
+// cp.async of N bytes (16: .cg, 4: .ca) from global to shared memory, of which the first
+// `valid` are read and the rest zero-filled; and the wait for this thread's copies.
+template <int N>
+__device__ __forceinline__ void cp_async(u32 dst, const u8* src, int valid) {
+    if (N == 16)
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(valid) : "memory");
+    else
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(dst), "l"(src), "r"(valid) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
 
 // The launch's operands (every head; head_offsets finds one) and V's padded key length.
 struct Operands {
@@ -351,28 +373,87 @@ __device__ __noinline__ void next_work(const Schedule* sc, Schedule::Cursor* cur
         out->tiles = 0;
 }
 
+// Row block wk's Q as stored, into the staging area at qraw (shared address), by cp.async:
+// its rows' codes (rows past Sq zero-filled), then the scale bytes of its rows below Sq,
+// which are contiguous, as 4-byte words from the one holding the first (nothing read past
+// the scale tensor's end). Not waited for.
+template <int D, int FMT>
+__device__ __forceinline__ void prefetch_q(const Work& wk, const Operands& op, int Sq, u32 bh_count, u32 qraw, int t) {
+    constexpr int B = Blk<FMT>::n, ROW = D / 2, SROW = D / B, PIECES = BR * ROW / 16;
+    static_assert(PIECES % 128 == 0, "whole 16-byte pieces per thread");
+    const int row0 = wk.rb * BR, rows = min(BR, Sq - row0);
+    const u8* codes = op.q_data + (u64)wk.bh * Sq * ROW + (u64)row0 * ROW;
+#pragma unroll
+    for (int k = 0; k < PIECES / 128; ++k) {
+        const int i = t + 128 * k, r = i / (ROW / 16);
+        cp_async<16>(qraw + 16 * i, r < rows ? codes + 16 * (i % (ROW / 16)) + (u64)r * ROW : codes, r < rows ? 16 : 0);
+    }
+    // (Addresses, not offsets: the words are aligned whatever the tensor's own alignment.)
+    const u64 base = (u64)op.q_scale, first = base + ((u64)wk.bh * Sq + row0) * SROW;
+    const u64 word0 = first & ~(u64)3, end = first + (u64)rows * SROW, total = base + (u64)bh_count * Sq * SROW;
+    for (int i = t; word0 + 4 * (u64)i < end; i += 128) {
+        const u64 a = word0 + 4 * (u64)i;
+        cp_async<4>(qraw + Geo<D>::QRAW_CODES + 4 * i, reinterpret_cast<const u8*>(a), (int)min((u64)4, total - a));
+    }
+    cp_async_commit();
+}
+// Where row block (bh, rb)'s first scale byte lies in its staged words.
+template <int D, int FMT>
+__device__ __forceinline__ int qraw_scale_offset(const Work& wk, const Operands& op, int Sq) {
+    return (int)(((u64)op.q_scale + ((u64)wk.bh * Sq + wk.rb * BR) * (D / Blk<FMT>::n)) & 3);
+}
+
+// Whether the producer stages each row block's Q a segment ahead (prefetch_q): -1 (the
+// default) where it measured faster on the H100, NVFP4 at d = 128 (+2 to +5%; MXFP4 and d = 64
+// lost up to 3%, and S = 1024 up to 10%: experiments/full-barriers); 0 never, 1 always.
+#ifndef ATTN_Q_AHEAD
+#define ATTN_Q_AHEAD -1
+#endif
+template <int D, int FMT>
+FP4PROBE_HD constexpr bool q_ahead() {
+    return ATTN_Q_AHEAD < 0 ? FMT == NV && D == 128 : ATTN_Q_AHEAD != 0;
+}
+
 // The producer's walk over its CTA's segments (attn_stream_k.cuh): per segment, its Work and
 // the item's Q rows decoded into one of two Q buffers (the consumers still read the other),
 // then its key tiles through the ring, each fetched while the one before is stored.
+// With q_ahead, the Work is formed a segment ahead and Q decoded from its buffer itself, where
+// cp.async staged it during the segment before: the next segment's Work and Q are started
+// after the segment's first STAGES tiles, once the consumers have released the other Q buffer.
+// Q's global loads and the schedule's arithmetic were the producer's largest step at a segment
+// start (about 5,600 cycles in session 8's trace), where it has no lead on the consumers.
 template <int D, int FMT>
 __device__ __forceinline__ void produce(int Sq, int Sk, int causal, u32 bh_count, unsigned char* q_tiles, Work* works,
                                         unsigned char* stages, FullBarriers* full, const Operands& op, int t) {
     constexpr int B = Blk<FMT>::n, BC = Geo<D>::BC, QW = 64 * (D / 32) / 128, QC = CONSUMERS * QW;
+    constexpr bool AHEAD = q_ahead<D, FMT>();
     static_assert(QW * 128 == 64 * (D / 32), "whole Q chunks per thread");
     __shared__ Schedule sched;
     __shared__ Schedule::Cursor cursor;
+    __shared__ Work ahead;  // with AHEAD, the next segment's Work, published in works[] when it starts
+    const u32 q_tiles_addr = (u32)__cvta_generic_to_shared(q_tiles);
     if (t == 0) {
         sched.init(Sq, Sk, causal, BC, bh_count, gridDim.x);
         sched.start(cursor, blockIdx.x);
+        if (AHEAD) next_work(&sched, &cursor, &ahead);
+    }
+    if (AHEAD) {
+        bar_sync(bar_producer(), 128);
+        if (ahead.tiles > 0) prefetch_q<D, FMT>(ahead, op, Sq, bh_count, q_tiles_addr, t);  // to buffer 0
     }
     const int Skp = op.Skp;
     int ring = 0, seg = 0;
     TR(const long long tr0 = tr_clk(); long long tr_wait = 0;)
     for (;; ++seg) {
         TR(const long long ta = tr_clk();)
-        if (seg >= 2) bar_sync(bar_q_empty(seg & 1), THREADS);
+        if (!AHEAD && seg >= 2) bar_sync(bar_q_empty(seg & 1), THREADS);  // (AHEAD: in the segment before)
         TR(const long long tb = tr_clk();)
-        if (t == 0) next_work(&sched, &cursor, &works[seg & 1]);
+        if (t == 0) {
+            if (AHEAD)
+                works[seg & 1] = ahead;
+            else
+                next_work(&sched, &cursor, &works[seg & 1]);
+        }
         bar_sync(bar_producer(), 128);
         TR(const long long tc_ = tr_clk();)
         const Work sg = works[seg & 1];
@@ -382,26 +463,39 @@ __device__ __forceinline__ void produce(int Sq, int Sk, int causal, u32 bh_count
         const u8 *v_data = op.v_data + at.v_data, *v_scale = op.v_scale + at.v_scale;
         TileChunks<D> tc;
         fetch<D, FMT>(tc, k_data, k_scale, v_data, v_scale, sg.t0 * BC, Sk, Skp, t);
-        // Q rows rb·BR.. (past Sq zero), loaded together with the first tile. Chunk c of a
-        // thread is in consumer w = c / QW's 64 rows: row i % 64, d from 32·(i / 64), i = t +
-        // 128·(c % QW): the same few offsets for every w, so the compiler keeps them in
-        // registers (an index i % BR had it spill six of each).
+        // Q rows rb·BR.. (past Sq zero): loaded together with the first tile, or (AHEAD) read
+        // from the staging area once every thread's copies are waited for and shared, all read
+        // before any is overwritten (the second barrier). Chunk c of a thread is in consumer
+        // w = c / QW's 64 rows: row i % 64, d from 32·(i / 64), i = t + 128·(c % QW): the same
+        // few offsets for every w, so the compiler keeps them in registers (an index i % BR had
+        // it spill six of each).
         // tq is t, opaque to the compiler: the Q offsets are recomputed per segment (a few
         // instructions) instead of being hoisted out of the segment loop and held across the
         // tile loop.
+        unsigned char* q_tile = q_tiles + (seg & 1) * Geo<D>::Q_BYTES;
+        if (AHEAD) {
+            cp_async_wait_all();
+            bar_sync(bar_producer(), 128);
+        }
         int tq;
         asm volatile("mov.b32 %0, %1;" : "=r"(tq) : "r"(t));
+        const int s_off = AHEAD ? qraw_scale_offset<D, FMT>(sg, op, Sq) : 0;
         Chunk qc[QC];
 #pragma unroll
         for (int c = 0; c < QC; ++c) {
-            const int i = tq + 128 * (c % QW), row = sg.rb * BR + 64 * (c / QW) + i % 64, d0 = 32 * (i / 64);
+            const int i = tq + 128 * (c % QW), r = 64 * (c / QW) + i % 64, row = sg.rb * BR + r, d0 = 32 * (i / 64);
             qc[c] = {{0u, 0u, 0u, 0u}, 0u};
             if (row < Sq) {
-                qc[c].bytes = ldg16(op.q_data + at.q_data + (u64)row * (D / 2) + d0 / 2);
-                qc[c].scales = load_scales<FMT>(op.q_scale + at.q_scale + (u64)row * (D / B) + d0 / B);
+                if (AHEAD) {
+                    qc[c].bytes = *reinterpret_cast<const uint4*>(q_tile + r * (D / 2) + d0 / 2);
+                    qc[c].scales = load_scales<FMT>(q_tile + Geo<D>::QRAW_CODES + s_off + r * (D / B) + d0 / B);
+                } else {
+                    qc[c].bytes = ldg16(op.q_data + at.q_data + (u64)row * (D / 2) + d0 / 2);
+                    qc[c].scales = load_scales<FMT>(op.q_scale + at.q_scale + (u64)row * (D / B) + d0 / B);
+                }
             }
         }
-        unsigned char* q_tile = q_tiles + (seg & 1) * Geo<D>::Q_BYTES;
+        if (AHEAD) bar_sync(bar_producer(), 128);
 #pragma unroll
         for (int c = 0; c < QC; ++c) {
             const int i = tq + 128 * (c % QW);
@@ -410,7 +504,8 @@ __device__ __forceinline__ void produce(int Sq, int Sk, int causal, u32 bh_count
         fence_async_smem();
         mbar_arrive(&full->q[seg & 1]);
         TR(const long long td = tr_clk();)
-        for (int j = sg.t0; j < sg.t1; ++j, ++ring) {
+        // Tile j from tc into the ring, once its stage is free.
+        auto put_tile = [&]() {
             const int s = ring % STAGES;
             TR(const long long tw = tr_clk();)
             if (ring >= STAGES) bar_sync(bar_empty(s), THREADS);
@@ -418,7 +513,35 @@ __device__ __forceinline__ void produce(int Sq, int Sk, int causal, u32 bh_count
             store<D, FMT>(tc, stages + s * Geo<D>::STAGE_BYTES, t);
             fence_async_smem();
             mbar_arrive(&full->stage[s]);
-            if (j + 1 < sg.t1) fetch<D, FMT>(tc, k_data, k_scale, v_data, v_scale, (j + 1) * BC, Sk, Skp, t);
+            ++ring;
+        };
+        if (!AHEAD) {
+            for (int j = sg.t0; j < sg.t1; ++j) {
+                put_tile();
+                if (j + 1 < sg.t1) fetch<D, FMT>(tc, k_data, k_scale, v_data, v_scale, (j + 1) * BC, Sk, Skp, t);
+            }
+        } else {
+            // After tile jp: the other Q buffer released (the segment before's consumers are
+            // done with it), the next segment's Work, and its Q staged there. By then the
+            // segment's first tiles are in the ring, so the producer would wait for a free
+            // stage anyway (a CTA's first segment has no lead to spare). Between two tile
+            // loops, not in one: next_work is a call, around which ptxas would spill the
+            // loop's addresses.
+            const int jp = min(sg.t0 + STAGES - 1, sg.t1 - 1);
+            put_tile();
+            for (int j = sg.t0 + 1; j <= jp; ++j) {
+                fetch<D, FMT>(tc, k_data, k_scale, v_data, v_scale, j * BC, Sk, Skp, t);
+                put_tile();
+            }
+            if (seg >= 1) bar_sync(bar_q_empty((seg + 1) & 1), THREADS);
+            if (t == 0) next_work(&sched, &cursor, &ahead);
+            bar_sync(bar_producer(), 128);
+            if (ahead.tiles > 0)
+                prefetch_q<D, FMT>(ahead, op, Sq, bh_count, q_tiles_addr + ((seg + 1) & 1) * Geo<D>::Q_BYTES, t);
+            for (int j = jp + 1; j < sg.t1; ++j) {
+                fetch<D, FMT>(tc, k_data, k_scale, v_data, v_scale, j * BC, Sk, Skp, t);
+                put_tile();
+            }
         }
         TR(if (TR_ON) printf("P seg %d tiles %d start %lld qempty %lld work %lld q %lld tiles_end %lld empty_wait %lld\n", seg,
                              sg.t1 - sg.t0, ta - tr0, tb - ta, tc_ - tb, td - tc_, tr_clk() - td, tr_wait);
