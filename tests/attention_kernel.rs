@@ -146,6 +146,45 @@ fn wgmma_kernel_runs_both_products_on_hgmma_for_sm90a() {
     );
 }
 
+#[test]
+fn wgmma_kernel_waits_on_mbarriers_and_stages_q_only_for_nvfp4_d128() {
+    if !nvrtc_or_skip("wgmma attention kernel") {
+        return;
+    }
+    let Some(listing) = sass_of(KernelPath::Wgmma, "sm_90a") else {
+        return;
+    };
+    // Full stages and Q buffers are mbarriers (the producer arrives, consumers wait on the
+    // phase), so the consumer warpgroups never meet at a named barrier per tile; Q is staged a
+    // segment ahead with cp.async (LDGSTS) only where that measured faster (q_ahead).
+    let path = KernelPath::Wgmma;
+    for &format in path.formats() {
+        for &d in path.head_dims() {
+            let name = entry(format, d);
+            let sass = function_sass(&listing, &name);
+            for op in ["SYNCS.ARRIVE", "SYNCS.PHASECHK"] {
+                assert!(sass.contains(op), "{name}: no {op} (mbarrier)");
+            }
+            let staged = name == "attn_nvfp4_d128";
+            assert_eq!(
+                sass.contains("LDGSTS"),
+                staged,
+                "{name}: Q staged with cp.async should be {staged}"
+            );
+        }
+    }
+}
+
+/// One function's part of a cuobjdump listing (from its `Function :` line to the next).
+fn function_sass<'a>(listing: &'a str, name: &str) -> &'a str {
+    let header = format!("Function : {name}\n");
+    let start = listing
+        .find(&header)
+        .unwrap_or_else(|| panic!("{name} not in the listing"));
+    let rest = &listing[start + header.len()..];
+    &rest[..rest.find("Function : ").unwrap_or(rest.len())]
+}
+
 /// The SASS of `path` compiled for `arch`, every entry point checked present; None (with a
 /// note) when cuobjdump is not installed.
 fn sass_of(path: KernelPath, arch: &str) -> Option<String> {
