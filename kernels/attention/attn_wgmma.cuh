@@ -2,7 +2,8 @@
 // (attn_bf16.cuh: FP4 decoded exactly to bf16, f32 accumulation, P requantized in V's block
 // format) restructured for Hopper's asynchronous warpgroup MMA, as FlashAttention-3 does:
 //   - one producer warpgroup loads the FP4 bytes of K and Vᵀ key tiles and decodes them to
-//     bf16 in shared memory, STAGES tiles ahead, signalling through named barriers;
+//     bf16 in shared memory, STAGES tiles ahead, signalling full tiles through mbarriers
+//     and waiting for empty ones at named barriers;
 //   - two or three consumer warpgroups (ATTN_WG_CONSUMERS; 64 query rows each, BR = 128 or
 //     192 per CTA; the host builds both and picks per launch) run wgmma.mma_async
 //     m64n{BC}k16 for S = Q·Kᵀ (Q and K from shared memory) and m64n{D}k16 for O += P·V (P
@@ -92,8 +93,8 @@ struct Geo {
     // A row block's Q as stored (FP4 codes, then its scale bytes from the 4-byte word holding
     // the first: NVFP4's D/16 a row at most, and 4 bytes of alignment), prefetched with
     // cp.async a segment ahead into the Q buffer it will be decoded to: that buffer is free
-    // while the segment before runs, so the staging costs no shared memory (more would move
-    // the CTA to the next shared-memory/L1 split; experiments/boundaries).
+    // while the segment before runs, so the staging costs no shared memory (a staging buffer
+    // of its own measured slower, for a larger request alone; experiments/boundaries).
     static constexpr int QRAW_CODES = BR * (D / 2), QRAW_BYTES = QRAW_CODES + BR * (D / 16) + 16;
     static_assert(QRAW_BYTES <= Q_BYTES, "the staged Q fits the buffer it is decoded to");
     // The dynamic shared memory the host gives a CTA (src/attention/kernel.rs:
@@ -101,9 +102,9 @@ struct Geo {
     static constexpr int SMEM = 2 * Q_BYTES + STAGES * STAGE_BYTES;
 };
 
-// Named barriers (0 is __syncthreads), where the producer waits for every consumer: tile s of
-// the ring is empty; Q buffer b is empty; consumer warpgroup w's turn to issue (below); the
-// producer's own (its next Work).
+// Named barriers (0 is __syncthreads): tile s of the ring is empty and Q buffer b is empty
+// (the producer waits there for every consumer); consumer warpgroup w's turn to issue
+// (below); the producer's own (its next Work).
 __device__ __forceinline__ int bar_empty(int s) { return 1 + s; }
 __device__ __forceinline__ int bar_q_empty(int b) { return 1 + STAGES + b; }
 __device__ __forceinline__ int bar_turn(int w) { return 3 + STAGES + w; }
