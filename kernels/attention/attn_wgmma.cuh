@@ -432,7 +432,7 @@ __device__ __forceinline__ void produce(int Sq, int Sk, int causal, u32 bh_count
     __shared__ Schedule sched;
     __shared__ Schedule::Cursor cursor;
     __shared__ Work ahead;  // with AHEAD, the next segment's Work, published in works[] when it starts
-    const u32 q_tiles_addr = (u32)__cvta_generic_to_shared(q_tiles);
+    const u32 q_tiles_addr = shared_addr(q_tiles);
     if (t == 0) {
         sched.init(Sq, Sk, causal, BC, bh_count, gridDim.x);
         sched.start(cursor, blockIdx.x);
@@ -996,8 +996,8 @@ __device__ void attention_wgmma(const u8* __restrict__ q_data, const u8* __restr
     // S carries 2^OPERAND_LOG2 from each operand, O one from V.
     const float c = __fmul_rn(__fmul_rn(__fmul_rn(ts[0], ts[1]), c0), OPERAND * OPERAND);
     const float v_ts = __fmul_rn(ts[2], OPERAND);
-    const u32 q_addr = (u32)__cvta_generic_to_shared(q_tiles) + 64 * w * D * 2;
-    const u32 st_addr = (u32)__cvta_generic_to_shared(stages);
+    const u32 q_addr = shared_addr(q_tiles) + 64 * w * D * 2;
+    const u32 st_addr = shared_addr(stages);
     if (w == CONSUMERS - 1) turn_pass(w);  // warpgroup 0 issues first
     TR(const long long tr0 = tr_clk();)
     for (int seg = 0, ring = 0;; ++seg) {
