@@ -17,6 +17,7 @@ pub mod generated;
 pub mod isa;
 pub mod jsonfmt;
 pub mod layout;
+pub mod outfile;
 pub mod palette;
 pub mod probe;
 pub mod provenance;
