@@ -161,6 +161,48 @@ impl Outputs {
         }
     }
 
+    /// Whether the JSON result `<dir>/<base>.json`, and the CSV beside it when `csv_header` is
+    /// given, may be written; `emulator` says where the new result comes from.
+    pub fn check_result(
+        &self,
+        dir: &Path,
+        base: &str,
+        csv_header: Option<&str>,
+        emulator: bool,
+    ) -> Result<()> {
+        let json = dir.join(format!("{base}.json"));
+        self.check(&json, Ours::result(JSON_MARKER, emulator))?;
+        if let Some(header) = csv_header {
+            let csv = dir.join(format!("{base}.csv"));
+            // The CSV carries no backend: the JSON beside it speaks for both.
+            if emulator && json.is_file() && read_prefix(&json)?.contains(HARDWARE_TAG) {
+                self.check(&json, Ours::result(JSON_MARKER, true))?;
+            }
+            self.check(&csv, Ours::marked(header))?;
+        }
+        Ok(())
+    }
+
+    /// Write `<dir>/<base>.json` and, given `(header, text)`, `<dir>/<base>.csv`, after checking
+    /// both; returns the JSON path.
+    pub fn write_result(
+        &self,
+        dir: &Path,
+        base: &str,
+        json_text: &str,
+        csv: Option<(&str, &str)>,
+        emulator: bool,
+    ) -> Result<PathBuf> {
+        self.check_result(dir, base, csv.map(|c| c.0), emulator)?;
+        self.create_dir(dir)?;
+        let json = dir.join(format!("{base}.json"));
+        self.write(&json, json_text, Ours::result(JSON_MARKER, emulator))?;
+        if let Some((header, text)) = csv {
+            self.write(&dir.join(format!("{base}.csv")), text, Ours::marked(header))?;
+        }
+        Ok(json)
+    }
+
     /// Create the output folder `dir` (and its parents) unless it exists as a folder.
     pub fn create_dir(&self, dir: &Path) -> Result<()> {
         if dir.as_os_str().is_empty() || dir.is_dir() {
@@ -252,10 +294,8 @@ mod tests {
     struct Scratch(PathBuf);
     impl Scratch {
         fn new(tag: &str) -> Self {
-            let d = std::env::temp_dir().join(format!(
-                "fp4probe-outfile-{tag}-{}",
-                std::process::id()
-            ));
+            let d =
+                std::env::temp_dir().join(format!("fp4probe-outfile-{tag}-{}", std::process::id()));
             let _ = std::fs::remove_dir_all(&d);
             std::fs::create_dir_all(&d).unwrap();
             Scratch(d)
@@ -275,7 +315,10 @@ mod tests {
         let p = s.0.join("x.json");
         std::fs::write(&p, "{\"schema\": \"fp4probe.lanemap/1\"}").unwrap();
         let spelled = s.0.join(".").join("x.json");
-        let e = Outputs::new(true).input(&p).check(&spelled, MAP).unwrap_err();
+        let e = Outputs::new(true)
+            .input(&p)
+            .check(&spelled, MAP)
+            .unwrap_err();
         assert!(e.to_string().contains("also an input"), "{e}");
     }
 
@@ -290,7 +333,11 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&p).unwrap(), hw);
         // A hardware result may replace a hardware result.
         Outputs::new(false)
-            .write(&p, "{\"schema\": \"fp4probe.lanemap/1\"}", Ours::result(JSON_MARKER, false))
+            .write(
+                &p,
+                "{\"schema\": \"fp4probe.lanemap/1\"}",
+                Ours::result(JSON_MARKER, false),
+            )
             .unwrap();
     }
 
@@ -318,7 +365,12 @@ mod tests {
         std::os::unix::fs::symlink(&target, &link).unwrap();
         let e = Outputs::new(false).write(&link, "x", MAP).unwrap_err();
         assert!(e.to_string().contains("symbolic link"), "{e}");
-        assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+        assert!(
+            std::fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep");
 
         let ro = s.0.join("ro.json");
@@ -329,7 +381,12 @@ mod tests {
 
         // Forced, a link is written through and stays a link.
         Outputs::new(true).write(&link, "through", MAP).unwrap();
-        assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+        assert!(
+            std::fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "through");
     }
 

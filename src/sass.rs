@@ -18,6 +18,7 @@
 
 use crate::formats::ElemType;
 use crate::isa::{BitOp, Target, Variant};
+use crate::outfile::{JSON_MARKER, Ours, Outputs};
 use crate::probe::ptx::fragment_kernel;
 use crate::tools::{self, AssembleError};
 use anyhow::{Context, Result, bail};
@@ -733,17 +734,26 @@ impl SassReport {
         s
     }
 
-    /// Write `<dir>/<stem>.<target>.sass.txt` and `.sass.json`; returns the text file's path.
-    pub fn write(&self, dir: &Path) -> Result<PathBuf> {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    /// The listing and report paths of this report in `dir`.
+    pub fn paths(&self, dir: &Path) -> (PathBuf, PathBuf) {
         let base = Self::file_base(&self.variant.replace("::", "_"), self.target);
-        let txt = dir.join(format!("{base}.txt"));
-        let json = dir.join(format!("{base}.json"));
-        std::fs::write(&txt, self.to_text())
-            .with_context(|| format!("writing {}", txt.display()))?;
+        (
+            dir.join(format!("{base}.txt")),
+            dir.join(format!("{base}.json")),
+        )
+    }
+
+    /// Write `<dir>/<stem>.<target>.sass.txt` and `.sass.json` as `out` allows; returns the
+    /// text file's path.
+    pub fn write(&self, dir: &Path, out: &Outputs) -> Result<PathBuf> {
+        let (txt, json) = self.paths(dir);
+        out.check(&txt, Ours::marked(LISTING_MARKER))?;
+        out.check(&json, Ours::marked(JSON_MARKER))?;
+        out.create_dir(dir)?;
+        out.write(&txt, self.to_text(), Ours::marked(LISTING_MARKER))?;
         let mut j = serde_json::to_string_pretty(self)?;
         j.push('\n');
-        std::fs::write(&json, j).with_context(|| format!("writing {}", json.display()))?;
+        out.write(&json, j, Ours::marked(JSON_MARKER))?;
         Ok(txt)
     }
 }
@@ -836,7 +846,15 @@ pub fn on_device(v: &Variant) -> Result<SassReport> {
 
 /// `README.md` of a reports folder: one row per `*.sass.json` in it (variant, target,
 /// lowering, verdict), sorted by target, then catalog order.
-pub fn write_index(dir: &Path) -> Result<PathBuf> {
+/// The first line of a SASS index page, by which an existing one is recognised.
+pub const INDEX_MARKER: &str = "# SASS of the probe kernels";
+
+/// The first words of a listing `fp4probe sass` writes.
+pub const LISTING_MARKER: &str = "# fp4probe sass: ";
+
+pub fn write_index(dir: &Path, out: &Outputs) -> Result<PathBuf> {
+    let path = dir.join("README.md");
+    out.check(&path, Ours::marked(INDEX_MARKER))?;
     let mut rows: Vec<SassReport> = Vec::new();
     for e in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
         let p = e?.path();
@@ -860,8 +878,8 @@ pub fn write_index(dir: &Path) -> Result<PathBuf> {
             r.variant.clone(),
         )
     });
-    let mut s = String::from(
-        "# SASS of the probe kernels\n\n\
+    let mut s = format!(
+        "{INDEX_MARKER}\n\n\
          What each `mma.sync` variant's probe kernel lowers to, read from the disassembly\n\
          (`fp4probe sass`). Each row links the listing (`.sass.txt`) and the report\n\
          (`.sass.json`). **native**: one tensor instruction whose type suffix names the A and B\n\
@@ -918,8 +936,7 @@ pub fn write_index(dir: &Path) -> Result<PathBuf> {
             r.verdict.replace('|', "\\|")
         );
     }
-    let path = dir.join("README.md");
-    std::fs::write(&path, s).with_context(|| format!("writing {}", path.display()))?;
+    out.write(&path, s, Ours::marked(INDEX_MARKER))?;
     Ok(path)
 }
 

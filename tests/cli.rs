@@ -132,19 +132,8 @@ fn malformed_map_file_says_where() {
 
 #[test]
 fn selection_errors_are_clear() {
-    let t = text(&fp4probe(&[
-        "fragment",
-        "--shape",
-        "m16n8k16",
-        "--a",
-        "f16",
-        "--backend",
-        "emulator",
-    ]));
-    assert!(
-        t.contains("2 variants match") && t.contains("m16n8k16.f16.f16.f16.f16"),
-        "{t}"
-    );
+    let t = text(&fp4probe(&["fragment", "--backend", "emulator"]));
+    assert!(t.contains("name a variant") && t.contains("--all"), "{t}");
     let t = text(&fp4probe(&[
         "fragment",
         "--variant",

@@ -258,7 +258,9 @@ fn scale_map_round_trips_and_says_emulator() {
     assert_eq!(map.status, ScaleStatus::Explained);
     assert!(map.note.contains("not a hardware finding"));
     let dir = tmpdir("scale", "roundtrip");
-    let path = map.write(&dir).unwrap();
+    let path = map
+        .write(&dir, &fp4probe::outfile::Outputs::new(false))
+        .unwrap();
     assert!(path.to_str().unwrap().ends_with(".scale.json"));
     let back = ScaleMap::load(&path).unwrap();
     assert_eq!(back, map);

@@ -6,6 +6,7 @@ use crate::device::{self, BackendChoice, BackendKind};
 use crate::isa::Variant;
 use crate::layout::LaneMap;
 use crate::layout::documented::documented;
+use crate::outfile::Outputs;
 use crate::probe::container::{
     ContainerReport, Coverage, Summary, analyse, check_sweepable, fmt_value, representatives, sweep,
 };
@@ -42,6 +43,10 @@ pub struct Args {
     /// Print only one line per variant.
     #[arg(short, long)]
     pub quiet: bool,
+    /// Write through a symbolic link, FIFO or device given as output and replace read-only or
+    /// foreign files. A hardware-measured result is never replaced by an emulator one.
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// The variants asked for: the exact id, or representatives of what the qualifiers match.
@@ -293,8 +298,22 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let variants = chosen(&args.select)?;
     let backend = device::open(args.backend)?;
     let info = backend.info().clone();
-    let out_dir = args.output.clone().unwrap_or_else(|| info.report_dir());
+    let out_dir = args.output.clone().unwrap_or_else(|| info.results_dir());
     let single = variants.len() == 1;
+    let out = Outputs::new(args.force);
+    let emulator = info.backend == crate::device::BackendKind::Emulator;
+    for v in variants.iter().filter(|v| {
+        check_sweepable(v)
+            .and_then(|()| backend.check_supported(v))
+            .is_ok()
+    }) {
+        out.check_result(
+            &out_dir,
+            &format!("{}.container", v.file_stem()),
+            Some(crate::probe::container::CSV_HEADER),
+            emulator,
+        )?;
+    }
     let start = Instant::now();
     let (mut done, mut skipped, mut findings) = (0, 0, 0);
     for v in &variants {
@@ -316,7 +335,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         let ptx = fragment_kernel(v, v.min_target, Default::default());
         let report =
             ContainerReport::new(v, &sw, summary, Provenance::new(&info, ptx), layout_source);
-        let path = report.write(&out_dir)?;
+        let path = report.write(&out_dir, &out)?;
         done += 1;
         if !report.checks.columns_agree || !report.checks.consistent_across_slots {
             findings += 1;

@@ -2,13 +2,16 @@
 
 use super::select::VariantArgs;
 use crate::device::{self, BackendChoice, BackendKind};
+use crate::isa::Operand;
 use crate::layout::diff::diff;
 use crate::layout::documented::documented;
-use crate::layout::lanemap::{LaneMap, Status, Timing};
+use crate::layout::lanemap::{CSV_HEADER, LaneMap, Status, Timing};
+use crate::outfile::Outputs;
 use crate::probe::fragment::probe;
 use crate::probe::ptx::fragment_kernel;
 use crate::provenance::Provenance;
-use anyhow::Result;
+use anyhow::{Result, bail};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -20,9 +23,14 @@ pub struct Args {
     /// auto: CUDA if a driver and device exist, else the emulator (with a loud notice).
     #[arg(long, value_enum, default_value = "auto")]
     pub backend: BackendChoice,
-    /// Output folder (default: reports/sm_XY for hardware, reports/emulator for the emulator).
+    /// Output folder (default: results/sm_XY for hardware, results/emulator for the emulator;
+    /// the committed reference maps live in reports/ and are never written by default).
     #[arg(short, long)]
     pub output: Option<PathBuf>,
+    /// Write through a symbolic link, FIFO or device given as output and replace read-only or
+    /// foreign files. A hardware-measured map is never replaced by an emulator one.
+    #[arg(long)]
+    pub force: bool,
     /// Seed of the random validation inputs.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -122,28 +130,140 @@ pub fn print_summary(map: &LaneMap) {
     );
 }
 
+/// One finished probe, as the closing summary lists it.
+struct Row {
+    variant: String,
+    backend: BackendKind,
+    status: Status,
+    /// CuTe layouts of A, B and D (C shares D's), or why there is none.
+    forms: [String; 3],
+}
+
+impl Row {
+    fn of(map: &LaneMap) -> Row {
+        let form = |op: Operand| {
+            map.operands
+                .iter()
+                .find(|o| o.operand == op)
+                .map(|o| {
+                    o.closed_form
+                        .cute
+                        .clone()
+                        .unwrap_or_else(|| "not bit-linear".into())
+                })
+                .unwrap_or_else(|| "-".into())
+        };
+        Row {
+            variant: map.variant.clone(),
+            backend: map.backend,
+            status: map.status,
+            forms: [form(Operand::A), form(Operand::B), form(Operand::D)],
+        }
+    }
+}
+
+/// The closing table: one row per probed variant, columns aligned.
+fn summary_table(rows: &[Row]) -> String {
+    let head = [
+        "variant".to_string(),
+        "backend".into(),
+        "result".into(),
+        "A (m,k)".into(),
+        "B (n,k)".into(),
+        "C/D (m,n)".into(),
+    ];
+    let cells: Vec<[String; 6]> = rows
+        .iter()
+        .map(|r| {
+            [
+                r.variant.clone(),
+                match r.backend {
+                    BackendKind::Hardware => "hardware".into(),
+                    BackendKind::Emulator => "emulator".into(),
+                },
+                match r.status {
+                    Status::Passed => "passed".into(),
+                    Status::Failed => "FAILED".into(),
+                },
+                r.forms[0].clone(),
+                r.forms[1].clone(),
+                r.forms[2].clone(),
+            ]
+        })
+        .collect();
+    let mut width = head.clone().map(|h| h.chars().count());
+    for c in &cells {
+        for (w, x) in width.iter_mut().zip(c) {
+            *w = (*w).max(x.chars().count());
+        }
+    }
+    let line = |c: &[String; 6]| {
+        let parts: Vec<String> = c
+            .iter()
+            .zip(width)
+            .map(|(x, w)| format!("{x:<w$}"))
+            .collect();
+        parts.join("  ").trim_end().to_string() + "\n"
+    };
+    let mut s = line(&head);
+    for c in &cells {
+        s += &line(c);
+    }
+    s
+}
+
 pub fn run(args: Args) -> Result<ExitCode> {
     let variants = args.select.select()?;
+    let out = Outputs::new(args.force);
     let backend = device::open(args.backend)?;
     let info = backend.info().clone();
-    let out_dir = args.output.clone().unwrap_or_else(|| info.report_dir());
+    let emulator = info.backend == BackendKind::Emulator;
+    let out_dir = args.output.clone().unwrap_or_else(|| info.results_dir());
     let single = variants.len() == 1;
-    let start = Instant::now();
-    let (mut passed, mut failed, mut skipped) = (0, 0, 0);
+
+    // What this backend cannot run is refused before anything runs: alone, as an error; in a
+    // selection, as a line of the summary.
+    let mut runnable = Vec::new();
+    let mut refused: BTreeMap<String, usize> = BTreeMap::new();
     for v in &variants {
-        if let Err(why) = backend.check_supported(v) {
-            if single {
+        match backend.check_supported(v) {
+            Ok(()) => runnable.push(v.clone()),
+            Err(why) if single => {
                 return Err(why.context(format!(
                     "cannot run {} on this backend (try --backend emulator)",
                     v.id()
                 )));
             }
-            if !args.quiet {
-                println!("skip {}: {why:#}", v.id());
+            Err(why) => {
+                if !args.quiet {
+                    println!("skip {}: {why:#}", v.id());
+                }
+                // Grouped by the target the variants need, not by the variant named in `why`.
+                *refused.entry(v.min_target.to_string()).or_default() += 1;
             }
-            skipped += 1;
-            continue;
         }
+    }
+    if runnable.is_empty() {
+        bail!(
+            "none of the {} selected variants runs on {} ({:?}); try --backend emulator",
+            variants.len(),
+            info.name,
+            info.backend
+        );
+    }
+    // Every output is checked before the first experiment, so a refusal costs no work.
+    for v in &runnable {
+        out.check_result(
+            &out_dir,
+            &LaneMap::stem_of(&v.id()),
+            Some(CSV_HEADER),
+            emulator,
+        )?;
+    }
+
+    let start = Instant::now();
+    let mut rows = Vec::new();
+    for v in &runnable {
         let outcome = probe(backend.as_ref(), v, args.seed)?;
         let ptx = fragment_kernel(v, v.min_target, Default::default());
         let timing = Timing {
@@ -171,15 +291,11 @@ pub fn run(args: Args) -> Result<ExitCode> {
             keep_raw.then(|| outcome.raw.clone()),
             timing,
         );
-        let path = map.write(&out_dir)?;
-        match map.status {
-            Status::Passed => passed += 1,
-            Status::Failed => failed += 1,
-        }
+        let path = map.write(&out_dir, &out)?;
         if single && !args.quiet {
             print_summary(&map);
             println!("  wrote {} (+ .csv)", path.display());
-        } else {
+        } else if !args.quiet {
             println!(
                 "{} {} ({:.3} s, {} experiments){}",
                 if map.status == Status::Passed {
@@ -196,15 +312,43 @@ pub fn run(args: Args) -> Result<ExitCode> {
                     .unwrap_or_default()
             );
         }
+        rows.push(Row::of(&map));
     }
+    let failed = rows.iter().filter(|r| r.status == Status::Failed).count();
     if !single {
+        println!();
+        print!("{}", summary_table(&rows));
+        let skipped: usize = refused.values().sum();
+        let why: Vec<String> = refused
+            .iter()
+            .map(|(t, n)| format!("{n} need {t}"))
+            .collect();
         println!(
-            "{passed} passed, {failed} failed, {skipped} skipped in {:.2} s on {} ({:?}); maps in {}",
+            "\n{} passed, {failed} failed, {skipped} skipped{} in {:.2} s on {} ({:?}); maps in {}",
+            rows.len() - failed,
+            if why.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", why.join(", "))
+            },
             start.elapsed().as_secs_f64(),
             info.name,
             info.backend,
             out_dir.display()
         );
+        if emulator {
+            println!(
+                "NOTE: emulator results: the PTX ISA's documented layouts run through a CPU \
+                 model, not hardware findings."
+            );
+        }
+        let narrow = VariantArgs::narrowing(&variants);
+        if !narrow.is_empty() {
+            println!(
+                "narrow the selection with: {} (or --variant ID)",
+                narrow.join(", ")
+            );
+        }
     }
     Ok(if failed > 0 {
         ExitCode::FAILURE

@@ -6,6 +6,7 @@ mod catalog;
 mod codegen;
 mod container;
 mod fragment;
+mod lookup;
 mod numerics;
 mod quant_bench;
 mod quantize;
@@ -37,7 +38,9 @@ const EXAMPLES: &str = "Examples:
   fp4probe catalog --rejected                       spellings ptxas rejects, with its message
   fp4probe fragment --variant m16n8k16.f32.bf16.bf16.f32
   fp4probe fragment --shape m16n8k32 --kind mxf8f6f4 --a e2m1 --b e2m1 --backend emulator
-  fp4probe fragment --all                           every variant this device runs
+  fp4probe fragment --shape m16n8k32                every m16n8k32 variant this backend runs, and a summary
+  fp4probe fragment --variant 'mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32'
+  fp4probe fragment --all                           every variant this device runs (into results/)
   fp4probe container --a e4m3 --kind plain          decode every e4m3 code through the unit
   fp4probe container --all                          every input type this device runs
   fp4probe sass --variant m16n8k32.f32.e4m3.e4m3.f32 --target sm_90
@@ -49,6 +52,8 @@ const EXAMPLES: &str = "Examples:
   fp4probe bench --variant m16n8k16.f32.bf16.bf16.f32   latency and throughput (GPU only)
   fp4probe view reports/sm_90/m16n8k16.f32.bf16.bf16.f32.json
   fp4probe show reports/sm_90/m16n8k32.f32.e4m3.e4m3.f32.json
+  fp4probe lookup m16n8k16.f32.bf16.bf16.f32 --operand A --lane 5 --reg 1 --elem 0
+  fp4probe lookup reports/sm_90/m16n8k16.f32.bf16.bf16.f32.json --operand D --row 9 --col 2
   fp4probe quantize --format mxfp4 --input w.npy --output w.mxfp4.safetensors
   fp4probe dequantize --input w.mxfp4.safetensors --output w.npy
   fp4probe quant-bench --csv reports/sm_90/quant-bench-fp4probe.csv   (GPU only)
@@ -96,6 +101,9 @@ pub enum Command {
     Attention(attention::Args),
     /// Print a lane map file: provenance, validation, closed forms, the map as a table.
     Show(show::Args),
+    /// Which (row, col) a slot (lane, register, element) holds, or which slot holds (row, col),
+    /// from a lane map file or the built-in tables of a variant.
+    Lookup(lookup::Args),
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -110,6 +118,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Sass(a) => sass::run(a),
         Command::Scale(a) => scale::run(a),
         Command::Show(a) => show::run(a),
+        Command::Lookup(a) => lookup::run(a),
         Command::Attention(a) => attention::run(a),
         Command::Quantize(a) => quantize::run_quantize(a),
         Command::Dequantize(a) => quantize::run_dequantize(a),

@@ -2,6 +2,7 @@
 
 use crate::device::BackendKind;
 use crate::layout::lanemap::Status;
+use crate::outfile::{Ours, Outputs};
 use crate::report::{self, GENERATED};
 use anyhow::{Result, bail};
 use std::collections::BTreeSet;
@@ -26,6 +27,10 @@ pub struct Args {
     /// (their pages would repeat the documented layout the hardware page already shows).
     #[arg(long)]
     pub skip_measured: bool,
+    /// Write through a symbolic link, FIFO or device given as output and replace read-only or
+    /// foreign files (a README.md that is not an fp4probe index, say).
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// The folder above `dir`, relative where `dir` is (`.` → `..`).
@@ -69,6 +74,11 @@ pub fn run(args: Args) -> Result<ExitCode> {
     if args.maps.is_empty() && args.index.is_none() {
         bail!("give lane map files (e.g. reports/sm_90/*.json), or --index <reports dir>");
     }
+    let out = Outputs::new(args.force).inputs(&args.maps);
+    // A foreign README.md where an index would go is refused before any page is written.
+    if let Some(root) = &args.index {
+        out.check(&root.join("README.md"), Ours::marked(GENERATED))?;
+    }
     let (mut pages, mut svgs, mut skipped) = (0, 0, 0);
     let mut roots = BTreeSet::new();
     for path in &args.maps {
@@ -97,7 +107,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             continue;
         }
         let dir = args.output.clone().unwrap_or_else(|| map_dir.clone());
-        let written = report::write_page(&src, &dir)?;
+        let written = report::write_page(&src, &dir, &out)?;
         pages += 1;
         svgs += written.len() - 1;
         if args.output.is_none()
@@ -124,7 +134,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         roots.insert(root.clone());
     }
     for root in roots {
-        let path = report::write_index(&root)?;
+        let path = report::write_index(&root, &out)?;
         println!("wrote index {}", path.display());
     }
     Ok(ExitCode::SUCCESS)

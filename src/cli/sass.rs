@@ -3,6 +3,7 @@
 
 use super::select::VariantArgs;
 use crate::isa::{Rejected, Target, Variant};
+use crate::outfile::{JSON_MARKER, Ours, Outputs};
 use crate::sass::{self, SassError, SassReport, Toolchain, ToolchainKind};
 use anyhow::{Result, bail};
 use std::path::PathBuf;
@@ -36,6 +37,10 @@ pub struct Args {
     /// nothing. (--all with -o rewrites it too.)
     #[arg(long, requires = "output")]
     pub index: bool,
+    /// Write through a symbolic link, FIFO or device given as output and replace read-only or
+    /// foreign files (a README.md that is not a SASS index, say).
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// `--target`: a target, or `device`.
@@ -107,9 +112,10 @@ fn par_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> 
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
+    let out = Outputs::new(args.force);
     if args.index {
         let dir = args.output.as_ref().expect("clap requires -o with --index");
-        println!("wrote {}", sass::write_index(dir)?.display());
+        println!("wrote {}", sass::write_index(dir, &out)?.display());
         return Ok(ExitCode::SUCCESS);
     }
     let mut variants: Vec<Variant> = args.select.select()?;
@@ -144,6 +150,20 @@ pub fn run(args: Args) -> Result<ExitCode> {
         }
     };
     let single = variants.len() == 1 && !args.select.all;
+    // Every output is checked before anything is assembled.
+    if let Some(dir) = &args.output {
+        for v in &variants {
+            let base = SassReport::file_base(&v.file_stem(), fixed_target.unwrap_or(v.min_target));
+            out.check(
+                &dir.join(format!("{base}.txt")),
+                Ours::marked(sass::LISTING_MARKER),
+            )?;
+            out.check(&dir.join(format!("{base}.json")), Ours::marked(JSON_MARKER))?;
+        }
+        if !single {
+            out.check(&dir.join("README.md"), Ours::marked(sass::INDEX_MARKER))?;
+        }
+    }
     let results = par_map(&variants, |v| {
         let target = fixed_target.unwrap_or(v.min_target);
         let r = sass::report(v, target, &tc).map(|mut r| {
@@ -157,7 +177,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         let r = r?;
         print_report(&r, args.listing);
         if let Some(dir) = &args.output {
-            let p = r.write(dir)?;
+            let p = r.write(dir, &out)?;
             println!("  wrote {} (+ .json)", p.display());
         }
         return Ok(ExitCode::SUCCESS);
@@ -172,7 +192,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
                     print_report(&r, true);
                 }
                 if let Some(dir) = &args.output {
-                    r.write(dir)?;
+                    r.write(dir, &out)?;
                 }
                 ok += 1;
                 rows.push((v.id(), target, r.verdict));
@@ -193,7 +213,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     }
     print!("{ok} disassembled, {rejected} rejected by ptxas, {failed} failed");
     if let Some(dir) = &args.output {
-        let index = sass::write_index(dir)?;
+        let index = sass::write_index(dir, &out)?;
         print!("; reports in {}, index {}", dir.display(), index.display());
     }
     println!();

@@ -7,6 +7,7 @@ use crate::isa::Variant;
 use crate::layout::LaneMap;
 use crate::layout::documented::documented;
 use crate::layout::lanemap::Status;
+use crate::outfile::Outputs;
 use crate::probe::ptx::fragment_kernel;
 use crate::probe::scale::{
     AcceptedSelectors, LayoutSource, ScaleMap, ScaleOperand, ScaleStatus, SelectorSource, probe,
@@ -38,6 +39,10 @@ pub struct Args {
     /// Print only one line per variant.
     #[arg(short, long)]
     pub quiet: bool,
+    /// Write through a symbolic link, FIFO or device given as output and replace read-only or
+    /// foreign files. A hardware-measured result is never replaced by an emulator one.
+    #[arg(long)]
+    pub force: bool,
 }
 
 fn names_nothing(s: &VariantArgs) -> bool {
@@ -179,8 +184,21 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let (variants, measured) = choose(&args)?;
     let backend = device::open(args.backend)?;
     let info = backend.info().clone();
-    let out_dir = args.output.clone().unwrap_or_else(|| info.report_dir());
+    let out_dir = args.output.clone().unwrap_or_else(|| info.results_dir());
     let single = variants.len() == 1;
+    let out = Outputs::new(args.force);
+    let emulator = info.backend == crate::device::BackendKind::Emulator;
+    for v in variants
+        .iter()
+        .filter(|v| backend.check_supported(v).is_ok())
+    {
+        out.check_result(
+            &out_dir,
+            &format!("{}.scale", v.file_stem()),
+            Some(crate::probe::scale::CSV_HEADER),
+            emulator,
+        )?;
+    }
     let start = Instant::now();
     let (mut explained, mut unexplained, mut skipped) = (0, 0, 0);
     let mut last_refusal = None;
@@ -210,7 +228,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             .with_context(|| format!("scale probe of {}", v.id()))?;
         let ptx = fragment_kernel(v, v.min_target, Default::default());
         let map = ScaleMap::new(v, outcome, Provenance::new(&info, ptx), source, selectors);
-        let path = map.write(&out_dir)?;
+        let path = map.write(&out_dir, &out)?;
         match map.status {
             ScaleStatus::Explained => explained += 1,
             ScaleStatus::Unexplained => unexplained += 1,

@@ -6,7 +6,9 @@ use anyhow::{Result, bail};
 
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct VariantArgs {
-    /// Catalog id, as `fp4probe catalog` prints it (`::` may be written `_`).
+    /// Catalog id, as `fp4probe catalog` prints it (`::` may be written `_`), or the PTX
+    /// instruction as written in a kernel (`mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32`;
+    /// qualifiers in any order, operands ignored).
     #[arg(long, conflicts_with_all = ["shape", "kind", "a", "b", "c", "d", "scale_vec", "stype", "op"])]
     pub variant: Option<String>,
     /// Shape, e.g. m16n8k32.
@@ -39,7 +41,8 @@ pub struct VariantArgs {
     /// Only .satfinite integer variants (or, with =false, only those without).
     #[arg(long)]
     pub satfinite: Option<bool>,
-    /// Every variant that matches (all of them if no qualifier is given).
+    /// Every variant in the catalog (with qualifiers: every variant they match, which is what
+    /// qualifiers select anyway).
     #[arg(long)]
     pub all: bool,
 }
@@ -83,31 +86,75 @@ impl VariantArgs {
             || self.satfinite.is_some()
     }
 
-    /// The variants asked for: exactly one unless `--all`.
+    /// The variants asked for: the one `--variant` names, every variant the qualifiers match,
+    /// or (`--all` alone) the whole catalog.
     pub fn select(&self) -> Result<Vec<Variant>> {
         if let Some(id) = &self.variant {
             return match crate::isa::find(id) {
                 Some(v) => Ok(vec![v]),
                 None => bail!(
-                    "'{id}' is not in the catalog; `fp4probe catalog` lists every id, and `fp4probe catalog --rejected` spellings ptxas refuses"
+                    "'{id}' is not in the catalog; give a catalog id or the PTX instruction as \
+                     written (`fp4probe catalog` lists every id, `fp4probe catalog --rejected` \
+                     spellings ptxas refuses)"
                 ),
             };
         }
         if !self.all && !self.any_qualifier() {
-            bail!("name a variant (--variant ID, or --shape/--kind/--a/--b/...), or pass --all");
+            bail!(
+                "name a variant (--variant ID or PTX text, or --shape/--kind/--a/--b/...), or pass \
+                 --all"
+            );
         }
         let found: Vec<Variant> = catalog().into_iter().filter(|v| self.matches(v)).collect();
         if found.is_empty() {
             bail!("no catalog variant matches; `fp4probe catalog` lists them");
         }
-        if found.len() > 1 && !self.all {
-            let list: Vec<String> = found.iter().map(|v| format!("  {}", v.id())).collect();
-            bail!(
-                "{} variants match; add qualifiers (e.g. --d, --c, --satfinite) or pass --all:\n{}",
-                found.len(),
-                list.join("\n")
-            );
-        }
         Ok(found)
+    }
+
+    /// How `variants` (a selection of several) could be narrowed: each qualifier on which they
+    /// differ, with the values they take, e.g. `--a e4m3|e5m2`.
+    pub fn narrowing(variants: &[Variant]) -> Vec<String> {
+        use std::collections::BTreeSet;
+        let mut out = Vec::new();
+        // "-" stands for "no such qualifier": it cannot be passed, but its presence means that
+        // naming any value narrows the selection.
+        let mut add = |flag: &str, mut values: BTreeSet<String>| {
+            let some_lack_it = values.remove("-");
+            if values.len() > 1 || (some_lack_it && !values.is_empty()) {
+                out.push(format!(
+                    "{flag} {}",
+                    values.into_iter().collect::<Vec<_>>().join("|")
+                ));
+            }
+        };
+        let col = |f: &dyn Fn(&Variant) -> String| variants.iter().map(f).collect();
+        add("--shape", col(&|v| v.shape.to_string()));
+        add(
+            "--kind",
+            col(&|v| v.kind.ptx().unwrap_or("plain").to_string()),
+        );
+        add("--a", col(&|v| v.a.to_string()));
+        add("--b", col(&|v| v.b.to_string()));
+        add("--c", col(&|v| v.c.to_string()));
+        add("--d", col(&|v| v.d.to_string()));
+        add(
+            "--scale-vec",
+            col(&|v| v.scale.map(|s| s.vec.to_string()).unwrap_or("-".into())),
+        );
+        add(
+            "--stype",
+            col(&|v| v.scale.map(|s| s.stype.to_string()).unwrap_or("-".into())),
+        );
+        add("--satfinite", col(&|v| v.satfinite.to_string()));
+        add(
+            "--op",
+            col(&|v| match v.bitop {
+                Some(BitOp::And) => "and".into(),
+                Some(BitOp::Xor) => "xor".into(),
+                None => "-".into(),
+            }),
+        );
+        out
     }
 }

@@ -30,12 +30,13 @@ pub struct DeviceInfo {
 }
 
 impl DeviceInfo {
-    /// Where results go unless the user says otherwise: `reports/sm_XY` for hardware,
-    /// `reports/emulator` for the emulator.
-    pub fn report_dir(&self) -> std::path::PathBuf {
+    /// Where results go unless the user says otherwise: `results/sm_XY` for hardware,
+    /// `results/emulator` for the emulator. `results/` is git-ignored: a probe run never
+    /// changes the committed reference results under `reports/` unless told to with `-o`.
+    pub fn results_dir(&self) -> std::path::PathBuf {
         match (self.backend, self.compute_capability) {
-            (BackendKind::Hardware, Some((a, b))) => format!("reports/sm_{a}{b}").into(),
-            _ => "reports/emulator".into(),
+            (BackendKind::Hardware, Some((a, b))) => format!("results/sm_{a}{b}").into(),
+            _ => "results/emulator".into(),
         }
     }
 }

@@ -340,11 +340,53 @@ pub struct ScaleSelectors {
     pub thread_b: u32,
 }
 
-/// Look a variant up by id (exact catalog spelling, `::` or `_` accepted).
-pub fn find(id: &str) -> Option<Variant> {
+/// Look a variant up by id (exact catalog spelling, `::` or `_` accepted), or by the PTX
+/// instruction as written in a kernel (`mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32`,
+/// operands and `;` allowed, qualifiers in any order: see [`spelling_key`]).
+pub fn find(text: &str) -> Option<Variant> {
+    let text = text.trim();
+    if let Some(v) = catalog()
+        .into_iter()
+        .find(|v| v.id() == text || v.file_stem() == text)
+    {
+        return Some(v);
+    }
+    let key = spelling_key(text)?;
     catalog()
         .into_iter()
-        .find(|v| v.id() == id || v.file_stem() == id)
+        .find(|v| spelling_key(&v.opcode()).as_ref() == Some(&key))
+}
+
+/// What identifies an instruction spelling whatever the order of its qualifiers: the set of
+/// non-type qualifiers (shape, `kind::`, `block_scale`, `scale_vec::`, `satfinite`, the b1
+/// operation), and the type qualifiers in their order (D, A, B, C, then the scale type: their
+/// position is their meaning). `mma`, `sync`, `aligned`, `row` and `col` name nothing that tells
+/// catalog variants apart; the operand list after the opcode and a final `;` are ignored.
+/// `None` when the text holds no shape.
+fn spelling_key(text: &str) -> Option<(std::collections::BTreeSet<String>, Vec<ElemType>)> {
+    let opcode = text
+        .trim()
+        .trim_end_matches(';')
+        .split_whitespace()
+        .next()?;
+    let mut quals = std::collections::BTreeSet::new();
+    let mut types = Vec::new();
+    for tok in opcode.split('.').filter(|t| !t.is_empty()) {
+        let tok = tok.replace("::", "_");
+        if matches!(tok.as_str(), "mma" | "sync" | "aligned" | "row" | "col") {
+            continue;
+        }
+        match tok.parse::<ElemType>() {
+            Ok(t) => types.push(t),
+            Err(_) => {
+                quals.insert(tok);
+            }
+        }
+    }
+    quals
+        .iter()
+        .any(|q| q.parse::<Shape>().is_ok())
+        .then_some((quals, types))
 }
 
 #[cfg(test)]
@@ -393,6 +435,46 @@ mod tests {
         // 1.0 as e2m1 sits in bits 5..2 of byte 2 of register 1: 0x08 << 16.
         assert_eq!(w[1], 0x0008_0000);
         assert_eq!(fa.extract(&w, 1, 2), 0x2);
+    }
+
+    #[test]
+    fn ptx_spellings_find_their_variant() {
+        let bf16 = find("m16n8k16.f32.bf16.bf16.f32").unwrap();
+        for text in [
+            "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
+            "  mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%f0, %f1, %f2, %f3}, {%r0, %r1, %r2, %r3}, {%r4, %r5}, {%f4, %f5, %f6, %f7};",
+            "mma.sync.aligned.row.col.m16n8k16.f32.bf16.bf16.f32;",
+        ] {
+            assert_eq!(find(text).as_ref(), Some(&bf16), "{text}");
+        }
+        let nv = find("m16n8k64.kind::mxf4nvf4.block_scale.scale_vec::4X.f32.e2m1.e2m1.f32.ue4m3");
+        assert_eq!(
+            find(
+                "mma.sync.aligned.m16n8k64.row.col.kind::mxf4nvf4.block_scale.scale_vec::4X.f32.e2m1.e2m1.f32.ue4m3"
+            ),
+            nv
+        );
+        assert_eq!(
+            find(
+                "mma.sync.aligned.kind::mxf4nvf4.m16n8k64.row.col.scale_vec::4X.block_scale.f32.e2m1.e2m1.f32.ue4m3"
+            ),
+            nv
+        );
+        // Types are positional: swapping A and B names another variant, or none.
+        let e4e5 = find("m16n8k32.f32.e4m3.e5m2.f32").unwrap();
+        assert_eq!(
+            find("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e5m2.f32").as_ref(),
+            Some(&e4e5)
+        );
+        assert_ne!(
+            find("mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e4m3.f32").as_ref(),
+            Some(&e4e5)
+        );
+        assert!(find("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16").is_none());
+        assert!(find("f32.bf16.bf16.f32").is_none());
+        for v in catalog() {
+            assert_eq!(find(&v.opcode()).as_ref(), Some(&v), "{}", v.opcode());
+        }
     }
 
     #[test]

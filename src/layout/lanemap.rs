@@ -258,18 +258,24 @@ impl LaneMap {
         Ok(String::from_utf8(w.into_inner()?)?)
     }
 
-    /// Write `<dir>/<stem>.json` and `<dir>/<stem>.csv`; returns the JSON path.
-    pub fn write(&self, dir: &Path) -> Result<std::path::PathBuf> {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-        let stem = self.variant.replace("::", "_");
-        let json = dir.join(format!("{stem}.json"));
-        std::fs::write(&json, self.to_json() + "\n")
-            .with_context(|| format!("cannot write {}", json.display()))?;
-        if !self.operands.is_empty() {
-            let csv_path = dir.join(format!("{stem}.csv"));
-            std::fs::write(&csv_path, self.to_csv()?)
-                .with_context(|| format!("cannot write {}", csv_path.display()))?;
-        }
-        Ok(json)
+    /// The file stem of `variant`'s map (`::` written `_`).
+    pub fn stem_of(variant: &str) -> String {
+        variant.replace("::", "_")
+    }
+
+    /// Write `<dir>/<stem>.json` and `<dir>/<stem>.csv` as `out` allows; returns the JSON path.
+    pub fn write(&self, dir: &Path, out: &crate::outfile::Outputs) -> Result<std::path::PathBuf> {
+        let csv = if self.operands.is_empty() {
+            None
+        } else {
+            Some(self.to_csv()?)
+        };
+        out.write_result(
+            dir,
+            &Self::stem_of(&self.variant),
+            &(self.to_json() + "\n"),
+            csv.as_deref().map(|t| (CSV_HEADER, t)),
+            self.backend == BackendKind::Emulator,
+        )
     }
 }

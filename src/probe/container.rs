@@ -1354,16 +1354,19 @@ impl ContainerReport {
         Ok(r)
     }
 
-    /// Write `<dir>/<stem>.container.json` and `.container.csv`; returns the JSON path.
-    pub fn write(&self, dir: &std::path::Path) -> Result<std::path::PathBuf> {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-        let stem = self.variant.replace("::", "_");
-        let json = dir.join(format!("{stem}.container.json"));
-        std::fs::write(&json, self.to_json() + "\n")
-            .with_context(|| format!("cannot write {}", json.display()))?;
-        let csv_path = dir.join(format!("{stem}.container.csv"));
-        std::fs::write(&csv_path, self.to_csv()?)
-            .with_context(|| format!("cannot write {}", csv_path.display()))?;
-        Ok(json)
+    /// Write `<dir>/<stem>.container.json` and `.container.csv` as `out` allows; returns the
+    /// JSON path.
+    pub fn write(
+        &self,
+        dir: &std::path::Path,
+        out: &crate::outfile::Outputs,
+    ) -> Result<std::path::PathBuf> {
+        out.write_result(
+            dir,
+            &format!("{}.container", self.variant.replace("::", "_")),
+            &(self.to_json() + "\n"),
+            Some((CSV_HEADER, &self.to_csv()?)),
+            self.backend == crate::device::BackendKind::Emulator,
+        )
     }
 }

@@ -1170,17 +1170,16 @@ impl ScaleMap {
         Ok(String::from_utf8(w.into_inner()?)?)
     }
 
-    /// Write `<dir>/<stem>.scale.json` and `<dir>/<stem>.scale.csv`; returns the JSON path.
-    pub fn write(&self, dir: &Path) -> Result<PathBuf> {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-        let stem = self.variant.replace("::", "_");
-        let json = dir.join(format!("{stem}.scale.json"));
-        std::fs::write(&json, self.to_json() + "\n")
-            .with_context(|| format!("cannot write {}", json.display()))?;
-        let csv_path = dir.join(format!("{stem}.scale.csv"));
-        std::fs::write(&csv_path, self.to_csv()?)
-            .with_context(|| format!("cannot write {}", csv_path.display()))?;
-        Ok(json)
+    /// Write `<dir>/<stem>.scale.json` and `<dir>/<stem>.scale.csv` as `out` allows; returns
+    /// the JSON path.
+    pub fn write(&self, dir: &Path, out: &crate::outfile::Outputs) -> Result<PathBuf> {
+        out.write_result(
+            dir,
+            &format!("{}.scale", self.variant.replace("::", "_")),
+            &(self.to_json() + "\n"),
+            Some((CSV_HEADER, &self.to_csv()?)),
+            self.backend == BackendKind::Emulator,
+        )
     }
 
     /// Read a scale map file back.

@@ -5,6 +5,7 @@ use super::{GENERATED, load};
 use crate::device::BackendKind;
 use crate::isa::catalog;
 use crate::layout::lanemap::{SCHEMA, Status};
+use crate::outfile::{Ours, Outputs};
 use anyhow::{Context, Result};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
@@ -105,11 +106,12 @@ pub fn index(root: &Path) -> Result<String> {
     Ok(render_index(&entries, &others))
 }
 
-/// Write `root/README.md`; returns its path.
-pub fn write_index(root: &Path) -> Result<PathBuf> {
-    let text = index(root)?;
+/// Write `root/README.md`, unless a README there is not an index fp4probe wrote (it starts
+/// with [`GENERATED`]); returns its path.
+pub fn write_index(root: &Path, out: &Outputs) -> Result<PathBuf> {
     let path = root.join("README.md");
-    std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+    out.check(&path, Ours::marked(GENERATED))?;
+    out.write(&path, index(root)?, Ours::marked(GENERATED))?;
     Ok(path)
 }
 
