@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Issue #6 on a lent GPU (no cargo there; fp4probe and the attention_kernel test binary carried
-# in .dev/bin). Two halves, each fitting one device call:
+# Fused FP4 attention on a GPU machine (no cargo there; fp4probe and the attention_kernel test
+# binary carried in .dev/bin). Two halves, each fitting one device call:
 #   validate  the suites of every path this GPU runs (wgmma, also with three consumer
 #             warpgroups forced, and bf16 natively, the sm_120a
 #             kernels through their software MMA), compute-sanitizer on each, and the kernels

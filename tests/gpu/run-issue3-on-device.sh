@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Session 1, second GPU call: characterisation on the H100 (no cargo there; binaries from the
-# dev machine in .dev/bin). Everything lands in $OUT/r (tarred to $OUT/results.tgz).
+# Characterisation on a GPU machine without cargo (binaries from the dev machine in .dev/bin):
+# container sweeps, numerics, the scale probe asked of the device, SASS with the device's own
+# toolchain. Everything lands in $OUT/r (tarred to $OUT/results.tgz).
 set -uo pipefail
 B=.dev/bin
 OUT=${OUT:-/tmp/fp4probe-out}

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# The GPU work of a session, in one call on a lent machine (no cargo there): binaries built on
-# the dev machine are carried in .dev/bin (fp4probe, and the gpu_backend test binary from
-# `cargo test --release --no-run`). Results go to $OUT (or /tmp/fp4probe-out).
+# Lane maps on a GPU machine without cargo, in one call: the catalog, a block-scaled variant
+# refused, seven timed single probes, the whole catalog with --backend cuda, and the GPU test of
+# the CUDA backend. Binaries built on the dev machine are carried in .dev/bin (fp4probe, and the
+# gpu_backend test binary from `cargo test --release --no-run`). Results go to $OUT (or
+# /tmp/fp4probe-out).
 set -uo pipefail
 B=.dev/bin
 OUT=${OUT:-/tmp/fp4probe-out}
@@ -22,4 +24,4 @@ tail -3 "$OUT/all.txt"; grep -v '^PASS' "$OUT/all.txt" | grep -v '^skip' | head
 tar czf "$OUT/sm_90.tgz" -C "$OUT" sm_90 all.txt catalog.txt
 
 echo "== GPU test: CUDA backend against the emulator"
-FP4PROBE_GPU=1 $B/gpu_backend --test-threads 1 2>&1 | tail -15
+FP4PROBE_GPU=1 $B/gpu_backend --include-ignored --test-threads 1 2>&1 | tail -15

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue #5 experiment, one device call: how the quantizers' GB/s depends on the timing method
+# Quantizer experiment, one device call: how the quantizers' GB/s depends on the timing method
 # (a wait after every run vs runs queued back to back) and on the grid (one CTA per tile vs a
 # capped grid looping over tiles, FP4PROBE_QUANT_CTAS_PER_SM). Binaries from .dev/bin (built on
 # the dev machine); results in $OUT.
@@ -9,8 +9,8 @@ OUT=${OUT:-/tmp/fp4probe-out}
 mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv
 echo "== GPU tests, one CTA per tile and a grid of 2 CTAs per SM looping over tiles"
-FP4PROBE_GPU=1 $B/gpu_quant --test-threads 1 2>&1 | grep -E "test result|FAIL|panick"
-FP4PROBE_QUANT_CTAS_PER_SM=2 FP4PROBE_GPU=1 $B/gpu_quant --test-threads 1 2>&1 | grep -E "test result|FAIL|panick"
+FP4PROBE_GPU=1 $B/gpu_quant --include-ignored --test-threads 1 2>&1 | grep -E "test result|FAIL|panick"
+FP4PROBE_QUANT_CTAS_PER_SM=2 FP4PROBE_GPU=1 $B/gpu_quant --include-ignored --test-threads 1 2>&1 | grep -E "test result|FAIL|panick"
 bench() {  # name, then quant-bench options; env set by the caller
   echo "== $1"
   local name=$1; shift

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Issue #5 on a lent GPU, in two parts (each one device call; no cargo there). Binaries built on
-# the dev machine are carried in .dev/bin: fp4probe and the gpu_quant test binary from
+# The quantizers on a GPU machine, in two parts (each one device call; no cargo there).
+# Binaries built on the dev machine are carried in .dev/bin: fp4probe and the gpu_quant test
+# binary from
 # `cargo test --release --no-run`. Results go to $OUT.
 #   part 1: GPU tests (kernels = vectors = CPU reference), fp4probe quant-bench, torch selftest
 #           and the torch-vs-fp4probe byte check
@@ -15,7 +16,7 @@ mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv
 if [ "$PART" = 1 ] || [ "$PART" = all ]; then
   echo "== GPU tests: kernels against the independent vectors and the CPU reference"
-  FP4PROBE_GPU=1 $B/gpu_quant --test-threads 1 --nocapture 2>&1 | tail -8
+  FP4PROBE_GPU=1 $B/gpu_quant --include-ignored --test-threads 1 --nocapture 2>&1 | tail -8
   echo "== fp4probe quant-bench"
   $B/fp4probe quant-bench --csv "$OUT/fp4probe.csv" --search-csv "$OUT/quant-search.csv" 2>"$OUT/quant-bench.log"; echo "rc=$?"
   tail -5 "$OUT/quant-bench.log"

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Session 9: what a segment boundary costs. Equal work (43.7k key tiles of 192 rows x 64 keys at
-# d = 128), segments of 64, 128, 256 tiles; three consumer warpgroups forced.
+# What a segment (row-block) boundary costs: equal work (43.7k key tiles of 192 rows x 64 keys at
+# d = 128) cut into segments of 32, 64, 128 and 256 tiles, and a fifth launch of 16 times the work;
+# three consumer warpgroups forced. Run from the repository root on the GPU machine, with fp4probe
+# in .dev/bin; results in $OUT/seg.tgz. Record: README.md beside this file.
 B=$PWD/.dev/bin; W=/tmp/w; mkdir -p $W
 export FP4PROBE_ATTN_DEFINES=ATTN_WG_CONSUMERS=3
 for r in 1 2; do

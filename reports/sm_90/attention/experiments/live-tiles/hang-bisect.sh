@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Session 9: the 1500x700 causal hang. Bisection by shape and define, then cuda-gdb on the hung
-# kernel (where every warp of the stuck CTAs is), then synccheck.
+# Bisection of the 7 x 1500x700 causal "hang" by shape and define (8 s per run), then cuda-gdb on
+# a run interrupted after 25 s (every SM's warps), then synccheck. On a fresh machine the first
+# run of each kernel variant is its first NVRTC compile (9-22 s); see README.md beside this file.
 set -uo pipefail
 R=$PWD; B=$R/.dev/bin; W=/tmp/w; mkdir -p $W
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader

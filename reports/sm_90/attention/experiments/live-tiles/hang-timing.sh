@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Session 9: is the 1500x700 "hang" compile time or a slow kernel? Times repeated runs.
+# Is the 1500x700 "hang" compile time or a slow kernel? Times repeated runs on a fresh machine
+# and lists the files the runs write (the CUDA compute cache). Record: README.md beside this file.
 set -uo pipefail
 R=$PWD; B=$R/.dev/bin; W=/tmp/w; mkdir -p $W; touch $W/stamp
 tm() { local lab=$1 to=$2; shift 2; local t0=$(date +%s.%N)

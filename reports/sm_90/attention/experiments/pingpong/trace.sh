@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
-# Session 8: per-segment timeline (ATTN_TRACE).
+# Per-segment timeline of one CTA (the kernel's ATTN_TRACE macro: thread 0 of the producer and of
+# each consumer warpgroup printf clock64 deltas). CTAS picks the CTAs, TSEQ the sequence length,
+# DEFS extra defines. Run from the repository root with fp4probe in .dev/bin; results in
+# $OUT/tr.tgz. Record: README.md beside this file.
 set -uo pipefail
 B=$PWD/.dev/bin; OUT=${OUT:-/tmp/o}; W=/tmp/w; mkdir -p $OUT $W
 for cta in ${CTAS:-0 101}; do
