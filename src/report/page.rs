@@ -481,8 +481,9 @@ fn one() -> u32 {
     1
 }
 
-/// Scale-factor layouts. HOOK: no map holds a `scale` field yet (the scale probe, issue #3, will
-/// write it). When one does, a list of `{operand, rows, cols, regs, elems_per_reg, slots:
+/// Scale-factor layouts. Lane maps written by `fp4probe fragment` hold no `scale` field (the scale
+/// probe writes its own `.scale.json`); a map that carries one, as a list of `{operand, rows,
+/// cols, regs, elems_per_reg, slots:
 /// [[lane, reg, elem, row, col], ...]}` is rendered as slot tables; any other form is shown as
 /// JSON.
 fn scale_section(s: &mut String, map: &LaneMap, data: Option<&serde_json::Value>) {
@@ -500,7 +501,7 @@ fn scale_section(s: &mut String, map: &LaneMap, data: Option<&serde_json::Value>
     }
     match data {
         None => s.push_str(
-            "**Not measured yet.** Which lane and byte of the scale registers scale which rows of A and columns of B is the scale probe's job (issue #3); this map has no `scale` field. When a map has one, this section shows its tables. The emulator places scales as the PTX ISA describes them; see the README.\n\n",
+            "Which lane and byte of the scale registers scale which rows of A and columns of B is in the scale map `<variant>.scale.json` that `fp4probe scale` writes, not in this lane map. The emulator places scales as the PTX ISA describes them.\n\n",
         ),
         Some(v) => match serde_json::from_value::<Vec<ScaleTable>>(v.clone()) {
             Ok(tables) => {
