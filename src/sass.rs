@@ -35,7 +35,8 @@ pub const SCHEMA: &str = "fp4probe.sass/1";
 #[serde(rename_all = "lowercase")]
 pub enum ToolchainKind {
     /// fp4probe's usual search (`tools::find_tool`): `$FP4PROBE_CUDA_BIN`, then the pinned pip
-    /// tools under `.tools/` (`.ci/install-cuda-tools`), then PATH, then /usr/local/cuda/bin.
+    /// tools (`.ci/install-cuda-tools`) under the checkout's `.tools/`, then in the cache
+    /// folder, then PATH, then /usr/local/cuda/bin.
     Pinned,
     /// The machine's own CUDA toolkit: PATH, then /usr/local/cuda/bin.
     System,
@@ -144,10 +145,7 @@ impl Toolchain {
     /// Find ptxas and cuobjdump (or nvdisasm) of `kind` and ask them their versions.
     pub fn find(kind: ToolchainKind) -> Result<Self> {
         let where_ = match kind {
-            ToolchainKind::Pinned => format!(
-                "set {}, run .ci/install-cuda-tools, or put it on PATH",
-                tools::CUDA_BIN_ENV
-            ),
+            ToolchainKind::Pinned => tools::SEARCH_ORDER.to_string(),
             ToolchainKind::System => "searched PATH and /usr/local/cuda/bin".to_string(),
         };
         let Some(ptxas) = find_in(kind, "ptxas") else {

@@ -1,30 +1,40 @@
-//! Locating and running the offline CUDA tools (ptxas, cuobjdump, nvdisasm) from PATH, from
-//! `FP4PROBE_CUDA_BIN`, or from the pinned pip packages under `.tools/`.
+//! Locating and running the offline CUDA tools (ptxas, cuobjdump, nvdisasm).
 //!
-//! Where a tool is looked for, first hit wins:
-//! 1. the directory named by `FP4PROBE_CUDA_BIN`;
-//! 2. `.tools/nvidia/*/bin` under the current directory, then under this crate's root (where
-//!    `.ci/install-cuda-tools` puts the pinned `nvidia-cuda-*` wheels);
-//! 3. every directory on `PATH`;
-//! 4. `/usr/local/cuda/bin`.
+//! Where a tool is looked for, first hit wins (the same order as [`SEARCH_ORDER`] states):
+//! 1. the folder named by `FP4PROBE_CUDA_BIN`;
+//! 2. `.tools/nvidia/*/bin` of the fp4probe checkout containing the current directory (of the
+//!    current directory when it is in none), where `.ci/install-cuda-tools` puts the pinned
+//!    `nvidia-cuda-*` wheels;
+//! 3. `nvidia/*/bin` under the per-user cache folder's `tools` (`$XDG_CACHE_HOME/fp4probe/tools`
+//!    or `~/.cache/fp4probe/tools`), where `.ci/install-cuda-tools --cache` puts them;
+//! 4. every folder on `PATH`;
+//! 5. `/usr/local/cuda/bin`.
 //!
-//! None of this needs a GPU or a driver: ptxas turns PTX into a cubin, cuobjdump or nvdisasm
-//! turns a cubin into SASS text.
+//! None of this depends on where the binary was built, so an installed binary finds the same
+//! tools from any directory. None of it needs a GPU or a driver: ptxas turns PTX into a cubin,
+//! cuobjdump or nvdisasm turns a cubin into SASS text. Their files go to a temporary folder
+//! (`crate::tempdir`) that is removed on every way out, an interrupt included.
 
 use crate::isa::Target;
+use crate::tempdir::TempDir;
 use anyhow::{Context, bail};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Environment variable naming a directory that holds ptxas, cuobjdump and nvdisasm.
 pub const CUDA_BIN_ENV: &str = "FP4PROBE_CUDA_BIN";
+
+/// Where the tools are looked for, for messages: the module doc's order, in one line.
+pub const SEARCH_ORDER: &str = "searched $FP4PROBE_CUDA_BIN, .tools/nvidia/*/bin of the \
+     fp4probe checkout containing the current directory, $XDG_CACHE_HOME/fp4probe/tools (or \
+     ~/.cache/fp4probe/tools), PATH, /usr/local/cuda/bin; install them with \
+     .ci/install-cuda-tools [--cache] or set FP4PROBE_CUDA_BIN to their folder";
 
 /// Why [`assemble`] produced no cubin.
 #[derive(Debug, thiserror::Error)]
 pub enum AssembleError {
     /// No ptxas in any of the places [`find_tool`] looks.
-    #[error("ptxas not found (set {CUDA_BIN_ENV}, put it on PATH, or run .ci/install-cuda-tools)")]
+    #[error("ptxas not found ({SEARCH_ORDER})")]
     NotFound,
     /// ptxas ran and refused the module; `log` is everything it printed.
     #[error("ptxas rejected the module:\n{log}")]
@@ -34,31 +44,13 @@ pub enum AssembleError {
     Io(#[from] std::io::Error),
 }
 
-/// `.tools/nvidia/*/bin` under `base`, newest CUDA major first (`cu13` before `cu12`).
-fn pip_tool_dirs(base: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = std::fs::read_dir(base.join(".tools").join("nvidia")) else {
-        return Vec::new();
-    };
-    let mut dirs: Vec<PathBuf> = entries
-        .filter_map(|e| e.ok())
-        .map(|e| e.path().join("bin"))
-        .filter(|p| p.is_dir())
-        .collect();
-    dirs.sort();
-    dirs.reverse();
-    dirs
-}
-
 /// Every directory [`find_tool`] searches, in order (for messages and diagnostics).
 pub fn search_dirs() -> Vec<PathBuf> {
     let mut dirs = Vec::new();
     if let Some(d) = std::env::var_os(CUDA_BIN_ENV).filter(|d| !d.is_empty()) {
         dirs.push(PathBuf::from(d));
     }
-    if let Ok(cwd) = std::env::current_dir() {
-        dirs.extend(pip_tool_dirs(&cwd));
-    }
-    dirs.extend(pip_tool_dirs(Path::new(env!("CARGO_MANIFEST_DIR"))));
+    dirs.extend(crate::locate::pinned_dirs("bin"));
     if let Some(path) = std::env::var_os("PATH") {
         dirs.extend(std::env::split_paths(&path).filter(|p| !p.as_os_str().is_empty()));
     }
@@ -108,37 +100,8 @@ pub fn ptxas_version() -> Option<String> {
     Some(full.unwrap_or(line.trim()).to_string())
 }
 
-/// A fresh directory under the system temp dir, removed when dropped.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new() -> std::io::Result<Self> {
-        static COUNTER: AtomicU64 = AtomicU64::new(0);
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.subsec_nanos())
-            .unwrap_or(0);
-        loop {
-            let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-            let dir = std::env::temp_dir()
-                .join(format!("fp4probe-{}-{nanos:08x}-{n}", std::process::id()));
-            match std::fs::create_dir(&dir) {
-                Ok(()) => return Ok(TempDir(dir)),
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                Err(e) => return Err(e),
-            }
-        }
-    }
-    fn path(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+/// Names of the temporary folders the tools run in: `/tmp/fp4probe-<random>`.
+const TEMP_PREFIX: &str = "fp4probe-";
 
 fn log_of(out: &Output) -> String {
     let mut log = String::from_utf8_lossy(&out.stderr).into_owned();
@@ -165,10 +128,12 @@ pub fn assemble(ptx: &str, target: Target) -> Result<Vec<u8>, AssembleError> {
 /// directory so that its messages name `probe.ptx`. On refusal the error carries everything
 /// ptxas printed.
 pub fn assemble_with(ptxas: &Path, ptx: &str, target: Target) -> Result<Vec<u8>, AssembleError> {
-    let dir = TempDir::new()?;
+    let dir = TempDir::new(TEMP_PREFIX)?;
     std::fs::write(dir.path("probe.ptx"), ptx)?;
     let out = Command::new(ptxas)
-        .current_dir(&dir.0)
+        .current_dir(dir.root())
+        // ptxas's own scratch files (tmpxft_*) go into the folder too, and with it.
+        .env("TMPDIR", dir.root())
         .arg(format!("-arch={target}"))
         .args(["probe.ptx", "-o", "probe.cubin"])
         .output()?;
@@ -181,10 +146,7 @@ pub fn assemble_with(ptxas: &Path, ptx: &str, target: Target) -> Result<Vec<u8>,
 /// SASS of a cubin: `cuobjdump --dump-sass`, or `nvdisasm` where there is no cuobjdump.
 pub fn sass(cubin: &[u8]) -> anyhow::Result<String> {
     let Some(tool) = find_tool("cuobjdump").or_else(|| find_tool("nvdisasm")) else {
-        bail!(
-            "neither cuobjdump nor nvdisasm found (set {CUDA_BIN_ENV}, put them on PATH, or run \
-             .ci/install-cuda-tools)"
-        );
+        bail!("neither cuobjdump nor nvdisasm found ({SEARCH_ORDER})");
     };
     disassemble_with(&tool, cubin)
 }
@@ -195,10 +157,11 @@ pub fn disassemble_with(tool: &Path, cubin: &[u8]) -> anyhow::Result<String> {
     let is_cuobjdump = tool
         .file_stem()
         .is_some_and(|s| s.to_string_lossy().starts_with("cuobjdump"));
-    let dir = TempDir::new().context("creating a temporary directory")?;
+    let dir = TempDir::new(TEMP_PREFIX).context("creating a temporary directory")?;
     let input = dir.path("probe.cubin");
     std::fs::write(&input, cubin).with_context(|| format!("writing {}", input.display()))?;
     let out = Command::new(tool)
+        .env("TMPDIR", dir.root())
         .arg(if is_cuobjdump { "--dump-sass" } else { "-c" })
         .arg(&input)
         .output()
@@ -212,16 +175,6 @@ pub fn disassemble_with(tool: &Path, cubin: &[u8]) -> anyhow::Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn temp_dirs_are_unique_and_removed() {
-        let a = TempDir::new().unwrap();
-        let b = TempDir::new().unwrap();
-        assert_ne!(a.0, b.0);
-        let p = a.0.clone();
-        drop(a);
-        assert!(!p.exists());
-    }
 
     #[test]
     fn missing_tool_is_none() {

@@ -18,7 +18,9 @@ fn tiles_through_the_generated_tables_match_the_cpu_gemm_on_the_gpu() {
         );
         return;
     }
-    let report = verify::run_on_gpu(&verify::kernels_dir(), 1)
+    // The sources built into the binary, as `fp4probe codegen --verify` compiles them.
+    let tree = fp4probe::kernels::tree().unwrap_or_else(|e| panic!("{e:#}"));
+    let report = verify::run_on_gpu(tree.path(), 1)
         .unwrap_or_else(|e| panic!("FP4PROBE_GPU=1 but the tile round trip could not run: {e:#}"));
     eprintln!("{report}");
     assert_eq!(report.cases.len(), RUN_CASES.len());

@@ -8,7 +8,6 @@ use super::reference::score_scale_log2;
 use super::schedule::StreamK;
 use super::{AttnShape, QuantizedQkv};
 use crate::codegen::nvrtc::{self, Output};
-use crate::codegen::verify::kernels_dir;
 use crate::device::cuda::{CudaBackend, DeviceBuffer, KernelArg, PtxModule};
 use crate::quant::Format;
 use crate::quant::cuda::{DeviceQuant, InType, QuantKernels};
@@ -345,8 +344,9 @@ pub fn entry(format: Format, head_dim: usize) -> String {
 /// The kernel source, relative to `kernels/`: every path's body, selected by macros.
 pub const SOURCE: &str = "attention/attn_fp4.cu";
 
-/// Compile `path`'s kernel for `arch` (`sm_90`, `sm_120a`, ...), headers from `kernels/`: its
-/// first variant.
+/// Compile `path`'s kernel for `arch` (`sm_90`, `sm_120a`, ...), headers from `kernels/` (the
+/// sources embedded in the binary, or `$FP4PROBE_KERNELS`: `crate::kernels::tree`): its first
+/// variant.
 pub fn compile(path: KernelPath, arch: &str) -> Result<nvrtc::Compiled> {
     compile_variant(path.variants()[0], arch)
 }
@@ -354,14 +354,12 @@ pub fn compile(path: KernelPath, arch: &str) -> Result<nvrtc::Compiled> {
 /// Compile one variant of a path's kernel for `arch`.
 pub fn compile_variant(variant: Variant, arch: &str) -> Result<nvrtc::Compiled> {
     let path = variant.path;
-    let dir = kernels_dir();
-    let file = dir.join(SOURCE);
-    let src = std::fs::read_to_string(&file)
-        .with_context(|| format!("cannot read {}", file.display()))?;
+    let tree = crate::kernels::tree()?;
+    let src = tree.read(SOURCE)?;
     let mut options = vec![
         format!("--gpu-architecture={arch}"),
         "-std=c++17".to_string(),
-        format!("--include-path={}", dir.display()),
+        format!("--include-path={}", tree.path().display()),
     ];
     options.extend(variant.defines().iter().map(|d| format!("-D{d}")));
     options.extend(path.defines().iter().map(|d| format!("-D{d}")));
@@ -948,9 +946,13 @@ mod tests {
 
     #[test]
     fn one_source_includes_both_bodies_and_declares_every_entry_point() {
-        let src = std::fs::read_to_string(kernels_dir().join(SOURCE)).unwrap();
+        let src = crate::kernels::embedded(SOURCE).unwrap();
         for path in [KernelPath::Bf16, KernelPath::Wgmma, KernelPath::BlockScale] {
-            assert!(kernels_dir().join(path.body()).is_file(), "{}", path.body());
+            assert!(
+                crate::kernels::embedded(path.body()).is_some(),
+                "{}",
+                path.body()
+            );
             assert!(src.contains(&format!("#include \"{}\"", path.body())));
             for &format in path.formats() {
                 for &d in path.head_dims() {

@@ -2,28 +2,34 @@
 //! committed ones are current, or run the tile round trip on the GPU.
 
 use crate::codegen::{self, DEFAULT_MAP_DIRS, DEFAULT_OUT_DIR, DEFAULT_RUST_PATH, Options};
-use anyhow::Result;
-use std::path::PathBuf;
+use anyhow::{Context, Result, bail};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
+    /// The fp4probe checkout whose lane maps are read and whose generated files are written or
+    /// checked. Default: the checkout containing the current directory (the nearest folder
+    /// above it whose Cargo.toml is fp4probe's).
+    #[arg(long, value_name = "DIR")]
+    pub root: Option<PathBuf>,
     /// Lane map folders. Per variant a hardware map wins over an emulator map; among maps of
-    /// one backend, the earlier folder.
-    #[arg(long, num_args = 1.., value_name = "DIR", default_values = DEFAULT_MAP_DIRS)]
+    /// one backend, the earlier folder. [default: reports/sm_90 reports/emulator, in --root]
+    #[arg(long, num_args = 1.., value_name = "DIR")]
     pub maps: Vec<PathBuf>,
-    /// Header folder.
-    #[arg(short, long, value_name = "DIR", default_value = DEFAULT_OUT_DIR)]
-    pub output: PathBuf,
-    /// The generated Rust module.
-    #[arg(long, value_name = "FILE", default_value = DEFAULT_RUST_PATH)]
-    pub rust: PathBuf,
+    /// Header folder. [default: kernels/generated, in --root]
+    #[arg(short, long, value_name = "DIR")]
+    pub output: Option<PathBuf>,
+    /// The generated Rust module. [default: src/generated/mod.rs, in --root]
+    #[arg(long, value_name = "FILE")]
+    pub rust: Option<PathBuf>,
     /// Write nothing: regenerate in memory and exit 1, naming every stale, missing or extra file,
     /// when anything committed differs.
     #[arg(long)]
     pub check: bool,
     /// Compile kernels/tile_roundtrip.cu with NVRTC for this GPU, move random tiles through the
-    /// generated tables and one mma.sync, and compare D with the CPU GEMM bit for bit.
+    /// generated tables and one mma.sync, and compare D with the CPU GEMM bit for bit. The
+    /// sources are the ones built into this binary, or $FP4PROBE_KERNELS (a kernels/ folder).
     #[arg(long)]
     pub verify: bool,
     /// Seed of the --verify inputs.
@@ -31,28 +37,88 @@ pub struct Args {
     pub seed: u64,
 }
 
-/// `fp4probe codegen` plus every option that differs from its default, as the headers say it.
-fn command_line(a: &Args) -> String {
-    let mut s = String::from("fp4probe codegen");
-    let default_maps: Vec<PathBuf> = DEFAULT_MAP_DIRS.iter().map(PathBuf::from).collect();
-    if a.maps != default_maps {
-        s += " --maps";
-        for m in &a.maps {
-            s += &format!(" {}", m.display());
+/// Where `codegen` reads and writes: absolute paths, each either the default in the root or
+/// a path from the command line (a relative one taken from the current directory).
+struct Paths {
+    root: PathBuf,
+    maps: Vec<PathBuf>,
+    output: PathBuf,
+    rust: PathBuf,
+}
+
+impl Paths {
+    fn new(a: &Args) -> Result<Self> {
+        let cwd = std::env::current_dir().context("cannot read the current directory")?;
+        let root = match &a.root {
+            Some(r) => std::fs::canonicalize(cwd.join(r))
+                .with_context(|| format!("--root {}", r.display()))?,
+            None => match crate::locate::checkout_containing(&cwd) {
+                Some(r) => r,
+                None => bail!(
+                    "{} is not inside a fp4probe checkout: run inside a fp4probe checkout or \
+                     pass --root DIR",
+                    cwd.display()
+                ),
+            },
+        };
+        // Canonical where the path exists, as `root` is, so that a default's place given
+        // another way (`-o ../kernels/generated` from `src/`) compares equal to it.
+        let given = |p: &Path| {
+            let p = cwd.join(p);
+            std::fs::canonicalize(&p).unwrap_or(p)
+        };
+        let maps = if a.maps.is_empty() {
+            DEFAULT_MAP_DIRS.iter().map(|d| root.join(d)).collect()
+        } else {
+            a.maps.iter().map(|p| given(p)).collect()
+        };
+        let output = a
+            .output
+            .as_deref()
+            .map_or_else(|| root.join(DEFAULT_OUT_DIR), given);
+        let rust = a
+            .rust
+            .as_deref()
+            .map_or_else(|| root.join(DEFAULT_RUST_PATH), given);
+        Ok(Paths {
+            root,
+            maps,
+            output,
+            rust,
+        })
+    }
+
+    /// `fp4probe codegen` plus every option that differs from its default, as the headers say
+    /// it: the paths as given on the command line, so the text does not depend on where the
+    /// checkout is. An option given with its default's place is left out.
+    fn command_line(&self, a: &Args) -> String {
+        let mut s = String::from("fp4probe codegen");
+        let default_maps: Vec<PathBuf> =
+            DEFAULT_MAP_DIRS.iter().map(|d| self.root.join(d)).collect();
+        if self.maps != default_maps {
+            s += " --maps";
+            for m in &a.maps {
+                s += &format!(" {}", m.display());
+            }
         }
+        if let Some(o) = &a.output
+            && self.output != self.root.join(DEFAULT_OUT_DIR)
+        {
+            s += &format!(" -o {}", o.display());
+        }
+        if let Some(r) = &a.rust
+            && self.rust != self.root.join(DEFAULT_RUST_PATH)
+        {
+            s += &format!(" --rust {}", r.display());
+        }
+        s
     }
-    if a.output.as_path() != std::path::Path::new(DEFAULT_OUT_DIR) {
-        s += &format!(" -o {}", a.output.display());
-    }
-    if a.rust.as_path() != std::path::Path::new(DEFAULT_RUST_PATH) {
-        s += &format!(" --rust {}", a.rust.display());
-    }
-    s
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
     if a.verify {
-        let report = codegen::verify::run_on_gpu(&codegen::verify::kernels_dir(), a.seed)?;
+        let tree = crate::kernels::tree()?;
+        let report = codegen::verify::run_on_gpu(tree.path(), a.seed)?;
         println!("{report}");
         if !report.passed() {
             return Ok(ExitCode::from(1));
@@ -61,12 +127,13 @@ pub fn run(a: Args) -> Result<ExitCode> {
             return Ok(ExitCode::SUCCESS);
         }
     }
+    let paths = Paths::new(&a)?;
     let opts = Options {
-        root: std::env::current_dir()?,
-        map_dirs: a.maps.clone(),
-        out_dir: a.output.clone(),
-        rust_path: a.rust.clone(),
-        command: command_line(&a),
+        command: paths.command_line(&a),
+        root: paths.root,
+        map_dirs: paths.maps,
+        out_dir: paths.output,
+        rust_path: paths.rust,
     };
     let g = codegen::generate(&opts)?;
     for n in &g.notes {

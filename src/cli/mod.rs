@@ -27,7 +27,7 @@ use std::process::ExitCode;
 /// `fp4probe fragment --variant <id>` (or `--all`) to measure lane maps. Without a GPU the
 /// emulator runs instead, and says so loudly; its results are labelled "emulator".
 #[derive(Parser, Debug)]
-#[command(name = "fp4probe", version, about, long_about, after_help = EXAMPLES)]
+#[command(name = "fp4probe", version, about, long_about, after_help = after_help())]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -58,6 +58,23 @@ const EXAMPLES: &str = "Examples:
   fp4probe dequantize --input w.mxfp4.safetensors --output w.npy
   fp4probe quant-bench --csv reports/sm_90/quant-bench-fp4probe.csv   (GPU only)
   fp4probe attention --suite                         fused FP4 attention against the CPU references (GPU only)";
+
+/// Where the binary finds what it needs outside itself: it runs from any directory.
+const ENVIRONMENT: &str = "Environment:
+  FP4PROBE_CUDA_BIN=DIR   ptxas, cuobjdump, nvdisasm; else .tools/nvidia/*/bin of the checkout
+                          containing the current directory, then
+                          $XDG_CACHE_HOME/fp4probe/tools/nvidia/*/bin (~/.cache/fp4probe/tools),
+                          then PATH, then /usr/local/cuda/bin
+  FP4PROBE_NVRTC=FILE|DIR libnvrtc; else .tools/nvidia/*/lib, the cache folder's
+                          tools/nvidia/*/lib, the loader's path, CUDA_PATH, /usr/local/cuda
+  FP4PROBE_KERNELS=DIR    compile the CUDA kernels from DIR (a checkout's kernels/) instead of
+                          the copy built into this binary
+  .ci/install-cuda-tools installs the pinned tools into .tools/; with --cache into
+  $XDG_CACHE_HOME/fp4probe/tools, found from any directory.";
+
+fn after_help() -> String {
+    format!("{EXAMPLES}\n\n{ENVIRONMENT}")
+}
 
 #[derive(Subcommand, Debug)]
 pub enum Command {

@@ -9,11 +9,16 @@
 //! `is_culib_present`, and only then lets anything call into NVRTC. Looked for, first hit wins:
 //!
 //! 1. `$FP4PROBE_NVRTC`: the library file, or a folder holding `libnvrtc.so.*`;
-//! 2. `.tools/nvidia/*/lib/libnvrtc.so.*` under the current folder, then under this crate's root
-//!    (`.ci/install-cuda-tools` installs the pinned `nvidia-cuda-nvrtc` wheel there);
+//! 2. `.tools/nvidia/*/lib/libnvrtc.so.*` of the fp4probe checkout containing the current
+//!    folder (of the current folder when it is in none; `.ci/install-cuda-tools` installs the
+//!    pinned `nvidia-cuda-nvrtc` wheel there), then `nvidia/*/lib` under the per-user cache
+//!    folder's `tools` (`$XDG_CACHE_HOME/fp4probe/tools` or `~/.cache/fp4probe/tools`;
+//!    `.ci/install-cuda-tools --cache`), see `crate::locate::pinned_dirs`;
 //! 3. the loader's own search (`LD_LIBRARY_PATH`, the ld.so cache), as cudarc does;
 //! 4. `$CUDA_PATH/lib64`, `$CUDA_HOME/lib64`, `/usr/local/cuda/lib64`,
 //!    `/usr/local/cuda/targets/x86_64-linux/lib`.
+//!
+//! None of these depends on where the binary was built.
 
 use anyhow::{Context, Result, bail};
 use cudarc::nvrtc::{result, sys};
@@ -52,21 +57,6 @@ fn libs_in(dir: &Path) -> Vec<PathBuf> {
     libs
 }
 
-/// `.tools/nvidia/*/lib` under `base`, newest CUDA major first.
-fn tool_lib_dirs(base: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = std::fs::read_dir(base.join(".tools").join("nvidia")) else {
-        return Vec::new();
-    };
-    let mut dirs: Vec<PathBuf> = entries
-        .filter_map(|e| e.ok())
-        .map(|e| e.path().join("lib"))
-        .filter(|p| p.is_dir())
-        .collect();
-    dirs.sort();
-    dirs.reverse();
-    dirs
-}
-
 /// Candidates to load by absolute path before the loader's own search (steps 1 and 2).
 fn preferred() -> Vec<PathBuf> {
     let mut out = Vec::new();
@@ -78,15 +68,8 @@ fn preferred() -> Vec<PathBuf> {
             out.push(p);
         }
     }
-    let mut bases = Vec::new();
-    if let Ok(cwd) = std::env::current_dir() {
-        bases.push(cwd);
-    }
-    bases.push(PathBuf::from(env!("CARGO_MANIFEST_DIR")));
-    for b in bases {
-        for d in tool_lib_dirs(&b) {
-            out.extend(libs_in(&d));
-        }
+    for d in crate::locate::pinned_dirs("lib") {
+        out.extend(libs_in(&d));
     }
     out
 }
@@ -177,8 +160,11 @@ fn find_and_load() -> Result<Nvrtc, String> {
     }
     if !present() {
         return Err(format!(
-            "libnvrtc not found (set {NVRTC_ENV} to the library or its folder, put it on \
-             LD_LIBRARY_PATH, or run .ci/install-cuda-tools){}",
+            "libnvrtc not found (searched ${NVRTC_ENV}, .tools/nvidia/*/lib of the fp4probe \
+             checkout containing the current directory, $XDG_CACHE_HOME/fp4probe/tools (or \
+             ~/.cache/fp4probe/tools), the loader's path, CUDA_PATH, CUDA_HOME, \
+             /usr/local/cuda; install it with .ci/install-cuda-tools [--cache] or set \
+             {NVRTC_ENV} to the library or its folder){}",
             if tried.is_empty() {
                 String::new()
             } else {

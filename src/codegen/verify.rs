@@ -12,7 +12,7 @@ use crate::formats::ElemType;
 use crate::gemm::{self, Operands};
 use crate::isa::{Variant, find};
 use anyhow::{Context, Result, bail};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// The kernel source, relative to the repository root.
 pub const TILE_KERNEL: &str = "kernels/tile_roundtrip.cu";
@@ -43,17 +43,6 @@ pub fn entry(id: &str) -> String {
     format!("tile_roundtrip_{}", cpp_name(id))
 }
 
-/// The `kernels` folder: under the current folder when it holds the tile kernel, else under
-/// this crate's root.
-pub fn kernels_dir() -> PathBuf {
-    let here = PathBuf::from("kernels");
-    if here.join("tile_roundtrip.cu").is_file() {
-        here
-    } else {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels")
-    }
-}
-
 /// NVRTC options for `arch` (`compute_90`, `sm_90`, `compute_120a`, ...), headers from
 /// `kernels_dir` (`#include "generated/..."`).
 pub fn options(kernels_dir: &Path, arch: &str) -> Vec<String> {
@@ -64,7 +53,8 @@ pub fn options(kernels_dir: &Path, arch: &str) -> Vec<String> {
     ]
 }
 
-/// Compile the tile kernel (read from `kernels_dir`) for `arch`.
+/// Compile the tile kernel for `arch`, read from `kernels_dir` (a `kernels/` folder: the
+/// embedded one, `crate::kernels::tree`, or a checkout's).
 pub fn compile_tile_kernel(kernels_dir: &Path, arch: &str, out: Output) -> Result<nvrtc::Compiled> {
     let path = kernels_dir.join("tile_roundtrip.cu");
     let src = std::fs::read_to_string(&path)
@@ -299,7 +289,8 @@ fn run_case(
     res
 }
 
-/// Compile the tile kernel for the open device and run every case of [`RUN_CASES`].
+/// Compile the tile kernel (from `kernels_dir`, as [`compile_tile_kernel`]) for the open device
+/// and run every case of [`RUN_CASES`].
 pub fn run_on_gpu(kernels_dir: &Path, seed: u64) -> Result<Report> {
     let gpu = CudaBackend::open()?;
     let cc = gpu

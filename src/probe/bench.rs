@@ -433,7 +433,8 @@ pub enum ToolSource {
     Env,
     /// `PATH` or `/usr/local/cuda/bin`: the CUDA installation of this machine.
     System,
-    /// The pinned pip wheels under `.tools/` (`.ci/install-cuda-tools`).
+    /// The pinned pip wheels (`.ci/install-cuda-tools`): under `.tools/`, or in the cache
+    /// folder (`crate::locate::pinned_roots`).
     Pinned,
 }
 
@@ -446,10 +447,6 @@ pub struct Toolchain {
     /// `13.0.88`, as `ptxas --version` prints it.
     pub version: Option<String>,
     pub source: ToolSource,
-}
-
-fn is_pinned_dir(d: &Path) -> bool {
-    d.components().any(|c| c.as_os_str() == ".tools")
 }
 
 fn executable_in(dir: &Path, name: &str) -> Option<PathBuf> {
@@ -508,13 +505,13 @@ impl Toolchain {
         let dirs = tools::search_dirs();
         let system = dirs
             .iter()
-            .filter(|d| Some(d.as_path()) != env.as_deref() && !is_pinned_dir(d))
+            .filter(|d| Some(d.as_path()) != env.as_deref() && !crate::locate::is_pinned(d))
             .find_map(|d| executable_in(d, "ptxas"));
         if let Some(p) = system {
             return Some(Self::at(p, ToolSource::System));
         }
         dirs.iter()
-            .filter(|d| is_pinned_dir(d))
+            .filter(|d| crate::locate::is_pinned(d))
             .find_map(|d| executable_in(d, "ptxas"))
             .map(|p| Self::at(p, ToolSource::Pinned))
     }
@@ -526,7 +523,7 @@ impl Toolchain {
             .is_some_and(|d| !d.is_empty() && p.starts_with(&d))
         {
             ToolSource::Env
-        } else if p.parent().is_some_and(is_pinned_dir) {
+        } else if p.parent().is_some_and(crate::locate::is_pinned) {
             ToolSource::Pinned
         } else {
             ToolSource::System
@@ -550,9 +547,8 @@ impl Toolchain {
     pub fn sass(&self, cubin: &[u8]) -> Result<String> {
         let tool = self.disassembler.as_ref().ok_or_else(|| {
             anyhow!(
-                "neither cuobjdump nor nvdisasm found (set {}, put them on PATH, or run \
-                 .ci/install-cuda-tools)",
-                tools::CUDA_BIN_ENV
+                "neither cuobjdump nor nvdisasm found ({})",
+                tools::SEARCH_ORDER
             )
         })?;
         tools::disassemble_with(tool, cubin)
