@@ -7,7 +7,27 @@ use common::{fp4probe, text, tmpdir};
 
 use fp4probe::tensorio::{self, DType, Tensor};
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// A scratch folder removed when the test ends, failed or not.
+struct Scratch(PathBuf);
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn scratch(name: &str) -> Scratch {
+    Scratch(tmpdir("qcli", name))
+}
 
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
@@ -17,7 +37,7 @@ fn s(p: &Path) -> &str {
 /// give the vector's bytes; dequantize must give its values.
 #[test]
 fn the_command_line_reproduces_independent_vectors() {
-    let dir = tmpdir("qcli", "vectors");
+    let dir = scratch("vectors");
     let vectors = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/vectors/quant");
     let cases: [(&str, &[&str]); 4] = [
         (
@@ -96,7 +116,7 @@ fn the_command_line_reproduces_independent_vectors() {
 
 #[test]
 fn search_reports_its_error_reduction() {
-    let dir = tmpdir("qcli", "search");
+    let dir = scratch("search");
     let x: Vec<f32> = (0..64 * 64)
         .map(|i| ((i * 7919 % 1000) as f32 / 250.0 - 2.0).powi(3))
         .collect();
@@ -133,9 +153,7 @@ fn search_reports_its_error_reduction() {
 
 #[test]
 fn bad_inputs_get_clear_errors_and_leave_the_output_alone() {
-    let dir = tmpdir("qcli", "errors");
-    let out = dir.join("q.safetensors");
-    std::fs::write(&out, b"precious").unwrap();
+    let dir = scratch("errors");
     let save = |name: &str, t: Tensor| {
         let p = dir.join(name);
         tensorio::write_npy(&p, &t).unwrap();
@@ -147,6 +165,21 @@ fn bad_inputs_get_clear_errors_and_leave_the_output_alone() {
     nan[40] = f32::NAN;
     let nan_in = save("nan.npy", Tensor::from_f32(vec![2, 32], &nan));
     let ok_in = save("ok.npy", Tensor::from_f32(vec![2, 32], &[1.0; 64]));
+    // An earlier result of fp4probe, which a later run may replace: only the errors keep it.
+    let out = dir.join("q.safetensors");
+    let o = fp4probe(&[
+        "quantize",
+        "--backend",
+        "cpu",
+        "--format",
+        "nvfp4",
+        "--input",
+        s(&ok_in),
+        "--output",
+        s(&out),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let precious = std::fs::read(&out).unwrap();
     let cases: [(&[&str], &str); 6] = [
         (
             &["--format", "mxfp4", "--input", s(&u8_in)],
@@ -180,7 +213,8 @@ fn bad_inputs_get_clear_errors_and_leave_the_output_alone() {
                 "--input",
                 s(&ok_in),
             ],
-            "applies to two-level NVFP4 only, not to mxfp4 floor",
+            "--tensor-amax 2 applies to two-level NVFP4 only (--format nvfp4, --nvfp4-levels 2), \
+             not to --format mxfp4",
         ),
         (
             &[
@@ -198,11 +232,11 @@ fn bad_inputs_get_clear_errors_and_leave_the_output_alone() {
         let mut args = vec!["quantize", "--backend", "cpu", "--output", s(&out)];
         args.extend_from_slice(flags);
         let o = fp4probe(&args);
-        assert!(!o.status.success(), "{flags:?} succeeded");
+        assert_eq!(o.status.code(), Some(2), "{flags:?}: {}", text(&o));
         assert!(text(&o).contains(want), "{flags:?}: {}", text(&o));
         assert_eq!(
             std::fs::read(&out).unwrap(),
-            b"precious",
+            precious,
             "{flags:?} touched the output"
         );
     }
@@ -235,7 +269,7 @@ fn auto_falls_back_loudly_and_cuda_refuses_without_a_driver() {
     if unsafe { cudarc::driver::sys::is_culib_present() } {
         return;
     }
-    let dir = tmpdir("qcli", "auto");
+    let dir = scratch("auto");
     let input = dir.join("x.npy");
     tensorio::write_npy(&input, &Tensor::from_f32(vec![1, 32], &[0.5; 32])).unwrap();
     let out = dir.join("q.safetensors");
@@ -275,7 +309,7 @@ fn auto_falls_back_loudly_and_cuda_refuses_without_a_driver() {
 /// amax, a different tensor scale otherwise, and the file says which it was.
 #[test]
 fn a_given_tensor_amax_is_used_and_recorded() {
-    let dir = tmpdir("qcli", "tensor-amax");
+    let dir = scratch("tensor-amax");
     let x: Vec<f32> = (0..128).map(|i| (i as f32 - 60.0) * 0.125).collect();
     let input = dir.join("x.npy");
     tensorio::write_npy(&input, &Tensor::from_f32(vec![4, 32], &x)).unwrap();

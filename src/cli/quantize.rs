@@ -1,8 +1,19 @@
 //! `fp4probe quantize` and `fp4probe dequantize`: MXFP4 / NVFP4 tensors in and out of
 //! `.npy` / `.safetensors` files, on the CPU reference or the CUDA kernels.
+//!
+//! Neither command destroys a file or loses data silently. Every option, file name and output
+//! is checked before a device is opened or the input is read; outputs go through
+//! [`crate::outfile`] (never the input, no link, FIFO, device or read-only file and no file
+//! fp4probe did not write unless `--force`; safetensors outputs carry [`PRODUCER_MARKER`],
+//! `.npy` has no room for a mark, so an existing `.npy` needs `--force`). What a quantization
+//! loses beyond rounding (NaN/Inf blocks, blocks flushed to zero, saturation) is counted from
+//! the input and the produced bytes (`quant::health`) and said on stderr; a result that keeps
+//! nothing of the input is an error unless `--force`.
 
 use crate::device::cuda::CudaBackend;
+use crate::outfile::{Ours, Outputs};
 use crate::quant::cuda::{InType, QuantKernels};
+use crate::quant::health::{Health, health};
 use crate::quant::{
     self, Format, NonFinite, NvLevels, Quantized, ScaleMode, SearchStats, Spec, container_bytes,
     data_shape, scale_shape,
@@ -33,22 +44,42 @@ pub enum QuantBackend {
 /// element, code in bits 5..2, the operand container of mma.sync kind::mxf8f6f4). The
 /// file's metadata records format, scale mode, search, backend and input.
 #[derive(clap::Args, Debug)]
-#[command(after_help = "Examples:
+#[command(
+    after_help = "Output safety (refusals exit with status 2 and write nothing):
+  --output must end in .safetensors. It is refused when it is the input file (never
+  overridden), a symbolic link, FIFO, device node or read-only file, or an existing file
+  fp4probe did not write (its safetensors metadata lacks producer \"fp4probe ...\"); --force
+  writes anyway, through links, FIFOs and devices, never replacing them. Regular files are
+  replaced atomically.
+  A .safetensors input holding several tensors (a checkpoint) needs --input-name NAME
+  (alias --tensor): one tensor is quantized a run, into its own file.
+  Options that do not apply to the chosen format are refused, not ignored.
+  float64 input (numpy's default) is rounded to float32 first, with a note counting the
+  values that changed.
+  Warnings on stderr count blocks holding NaN/Inf, blocks flushed to zero, and elements and
+  scales that saturate. A result in which every block holding nonzero values is flushed,
+  saturated at the largest scale or NaN is an error unless --force.
+
+Examples:
   fp4probe quantize --format mxfp4 --input w.npy --output w.mxfp4.safetensors
   fp4probe quantize --format mxfp4 --scale-mode rceil --backend cuda --input x.safetensors --output q.safetensors
   fp4probe quantize --format nvfp4 --nvfp4-levels 1 --search --input w.npy --output q.safetensors
   fp4probe quantize --format nvfp4 --tensor-amax 11.5 --input x.npy --output q.safetensors
-  fp4probe dequantize --input q.safetensors --output x.npy")]
+  fp4probe quantize --format nvfp4 --input model.safetensors --tensor layers.0.w --output w0.safetensors
+  fp4probe dequantize --input q.safetensors --output x.npy"
+)]
 pub struct QuantizeArgs {
     #[arg(long, value_enum)]
     pub format: Format,
-    /// MXFP4 scale rule (torchao's ScaleCalculationMode); floor is the OCP MX v1.0 rule.
-    #[arg(long, value_enum, default_value_t = ScaleMode::Floor)]
-    pub scale_mode: ScaleMode,
-    /// NVFP4 scale levels: 2 = E4M3 block scales under an f32 tensor scale, 1 = block scales only.
-    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(1..=2))]
-    pub nvfp4_levels: u8,
-    /// Two-level NVFP4: use this tensor amax (a calibrated value, or one measured where the
+    /// MXFP4 only: the E8M0 scale rule (torchao's ScaleCalculationMode); floor is the OCP MX
+    /// v1.0 rule. [default: floor]
+    #[arg(long, value_enum)]
+    pub scale_mode: Option<ScaleMode>,
+    /// NVFP4 only: 2 = E4M3 block scales under an f32 tensor scale, 1 = block scales only.
+    /// [default: 2]
+    #[arg(long, value_parser = clap::value_parser!(u8).range(1..=2))]
+    pub nvfp4_levels: Option<u8>,
+    /// Two-level NVFP4 only: use this tensor amax (a calibrated value, or one measured where the
     /// input was produced) instead of measuring it, which skips a pass over the input. Blocks
     /// beyond it saturate.
     #[arg(long)]
@@ -65,21 +96,40 @@ pub struct QuantizeArgs {
     pub non_finite: NonFinite,
     #[arg(long, value_enum, default_value_t = QuantBackend::Auto)]
     pub backend: QuantBackend,
-    /// After a CUDA run, also run the CPU reference and fail unless the bytes are identical.
+    /// After a CUDA run, also run the CPU reference and fail unless the bytes are identical
+    /// (not with --backend cpu).
     #[arg(long)]
     pub check_cpu: bool,
-    /// Input tensor: .npy, or .safetensors (with --input-name when it holds several).
+    /// Input tensor: .npy (f32, f16, bf16 as ml_dtypes saves it, or f64), or .safetensors.
     #[arg(long)]
     pub input: PathBuf,
-    #[arg(long)]
+    /// The tensor to quantize from a .safetensors input; required when it holds several.
+    #[arg(long, visible_alias = "tensor", value_name = "NAME")]
     pub input_name: Option<String>,
     /// Output .safetensors file (written atomically: a failure leaves nothing half-written).
     #[arg(long)]
     pub output: PathBuf,
+    /// Write an output that is a link, FIFO, device, read-only file or a file fp4probe did
+    /// not write, and a result that kept nothing of the input (never over the input itself).
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// Read a quantized safetensors file back to f32 and write it as .npy (or .safetensors).
 #[derive(clap::Args, Debug)]
+#[command(
+    after_help = "Output safety (refusals exit with status 2 and write nothing):
+  --output is .npy or .safetensors, chosen by its extension; anything else is refused.
+  It is refused when it is the input file (never overridden), a symbolic link, FIFO, device
+  node or read-only file, an existing .safetensors fp4probe did not write (its metadata lacks
+  producer \"fp4probe ...\"), or any existing .npy: a .npy file has no room for a mark of who
+  wrote it, so only --force replaces one. --force writes anyway, through links, FIFOs and
+  devices, never replacing them. Regular files are replaced atomically.
+
+Examples:
+  fp4probe dequantize --input q.safetensors --output x.npy
+  fp4probe dequantize --input q.safetensors --output x.safetensors   (tensor x; replaced on reruns)"
+)]
 pub struct DequantizeArgs {
     /// A file written by `fp4probe quantize` (or any file with the same tensors; the format is
     /// then inferred from the block size: 32 → mxfp4, 16 → nvfp4).
@@ -88,18 +138,166 @@ pub struct DequantizeArgs {
     /// Output: .npy, or .safetensors (tensor `x`).
     #[arg(long)]
     pub output: PathBuf,
+    /// Write an output that is a link, FIFO, device, read-only file, an existing .npy, or a
+    /// .safetensors fp4probe did not write (never over the input itself).
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// Text every safetensors file these commands write holds in its metadata (which comes first in
+/// the JSON header): the mark that lets them replace their own files and no one else's.
+pub const PRODUCER_MARKER: &str = "\"producer\":\"fp4probe ";
+
+/// Safetensors outputs: replaceable when they carry [`PRODUCER_MARKER`].
+const SAFETENSORS_OURS: Ours<'static> = Ours::marked(PRODUCER_MARKER);
+
+/// `.npy` outputs carry no mark; [`check_dequantize_output`] refuses every existing one unless
+/// forced, so the marker check itself accepts any file.
+const NPY_OURS: Ours<'static> = Ours::marked("");
+
+fn producer() -> String {
+    format!("fp4probe {}", env!("CARGO_PKG_VERSION"))
+}
+
+/// The tensor file kinds, by extension (any case, as the reader takes them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum FileKind {
+    Npy,
+    Safetensors,
+}
+
+fn file_kind(path: &Path) -> Option<FileKind> {
+    match path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase)
+        .as_deref()
+    {
+        Some("npy") => Some(FileKind::Npy),
+        Some("safetensors") => Some(FileKind::Safetensors),
+        _ => None,
+    }
+}
+
+/// The folder an output goes into must exist: found now rather than after the work.
+fn check_output_folder(path: &Path) -> Result<()> {
+    if let Some(dir) = path.parent()
+        && !dir.as_os_str().is_empty()
+        && !dir.is_dir()
+    {
+        bail!(
+            "--output {}: folder {} does not exist",
+            path.display(),
+            dir.display()
+        );
+    }
+    Ok(())
+}
+
+/// Whether quantize may write `path`: the file rules of `outputs`, then the extension.
+fn check_quantize_output(outputs: &Outputs, path: &Path) -> Result<()> {
+    outputs.check(path, SAFETENSORS_OURS)?;
+    if file_kind(path) != Some(FileKind::Safetensors) {
+        bail!(
+            "--output {}: quantize writes a safetensors file (tensors data, scale, ...); name \
+             the output with a .safetensors extension",
+            path.display()
+        );
+    }
+    check_output_folder(path)
+}
+
+/// Whether dequantize may write `path`, and as what: the file rules of `outputs`, the
+/// extension, and no existing `.npy` replaced unless forced.
+fn check_dequantize_output(outputs: &Outputs, path: &Path) -> Result<FileKind> {
+    let kind = file_kind(path);
+    let ours = match kind {
+        Some(FileKind::Npy) => NPY_OURS,
+        _ => SAFETENSORS_OURS,
+    };
+    outputs.check(path, ours)?;
+    let Some(kind) = kind else {
+        bail!(
+            "--output {}: dequantize writes .npy or .safetensors, chosen by the extension; name \
+             the output with one of those",
+            path.display()
+        );
+    };
+    if kind == FileKind::Npy
+        && !outputs.force()
+        && std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file())
+    {
+        bail!(
+            "{} exists, and a .npy file carries no mark of who wrote it; refusing to overwrite \
+             it (--force overwrites it, or name another output; a .safetensors output carries \
+             fp4probe's mark and is replaced on later runs)",
+            path.display()
+        );
+    }
+    check_output_folder(path)?;
+    Ok(kind)
 }
 
 impl QuantizeArgs {
-    fn spec(&self) -> Spec {
-        let mut spec = match self.format {
-            Format::Mxfp4 => Spec::mxfp4(self.scale_mode),
-            Format::Nvfp4 if self.nvfp4_levels == 1 => Spec::nvfp4(NvLevels::OneLevel),
-            Format::Nvfp4 => Spec::nvfp4(NvLevels::TwoLevel),
+    /// The spec the options describe, refusing every option that does not apply to the chosen
+    /// format or backend (a silently ignored option gives a file the user did not ask for).
+    fn spec(&self) -> Result<Spec> {
+        if self.format == Format::Nvfp4
+            && let Some(m) = self.scale_mode
+        {
+            bail!(
+                "--scale-mode {} chooses MXFP4's E8M0 scale rule; it does not apply to --format \
+                 nvfp4 (NVFP4 rounds its E4M3 block scales to nearest)",
+                m.name()
+            );
+        }
+        if self.format == Format::Mxfp4
+            && let Some(l) = self.nvfp4_levels
+        {
+            bail!(
+                "--nvfp4-levels {l} applies to --format nvfp4 only, not to --format mxfp4 \
+                 (MXFP4 has one level of E8M0 block scales)"
+            );
+        }
+        let mut spec = match (self.format, self.nvfp4_levels) {
+            (Format::Mxfp4, _) => Spec::mxfp4(self.scale_mode.unwrap_or(ScaleMode::Floor)),
+            (Format::Nvfp4, Some(1)) => Spec::nvfp4(NvLevels::OneLevel),
+            (Format::Nvfp4, _) => Spec::nvfp4(NvLevels::TwoLevel),
         };
         spec.search = self.search;
         spec.non_finite = self.non_finite;
-        spec
+        if let Some(a) = self.tensor_amax
+            && !spec.two_level()
+        {
+            let what = match spec.format {
+                Format::Mxfp4 => "--format mxfp4",
+                Format::Nvfp4 => "--format nvfp4 --nvfp4-levels 1 (one level has no tensor scale)",
+            };
+            bail!(
+                "--tensor-amax {a} applies to two-level NVFP4 only (--format nvfp4, \
+                 --nvfp4-levels 2), not to {what}"
+            );
+        }
+        quant::check_tensor_amax(&spec, self.tensor_amax)?;
+        if self.check_cpu && self.backend == QuantBackend::Cpu {
+            bail!(
+                "--check-cpu compares a CUDA run with the CPU reference; it does not apply to \
+                 --backend cpu"
+            );
+        }
+        match (file_kind(&self.input), &self.input_name) {
+            (None, _) => bail!(
+                "--input {}: quantize reads .npy or .safetensors files",
+                self.input.display()
+            ),
+            (Some(FileKind::Npy), Some(name)) => bail!(
+                "--input-name {name} selects a tensor of a .safetensors file; {} is a .npy \
+                 file, which holds one unnamed tensor",
+                self.input.display()
+            ),
+            _ => {}
+        }
+        Ok(spec)
     }
 }
 
@@ -109,56 +307,155 @@ pub struct Input {
     pub shape: Vec<usize>,
     pub bytes: Vec<u8>,
     pub f32: Vec<f32>,
+    /// The file's element type as the metadata records it ("f32", "f64 rounded to f32").
+    pub dtype_label: String,
 }
 
+/// How rounding f64 values to f32 changed them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Narrowed {
+    /// Values whose f32 differs from the f64 (the two below included).
+    pub changed: usize,
+    /// Finite values beyond f32's range, now ±inf.
+    pub overflowed: usize,
+    /// Nonzero values below f32's smallest subnormal's half, now ±0.
+    pub flushed: usize,
+}
+
+/// f64 values rounded to the nearest f32 (ties to even, overflow to ±inf: numpy's
+/// `astype(float32)`), with what the rounding changed.
+pub fn narrow_f64(v: &[f64]) -> (Vec<f32>, Narrowed) {
+    let mut n = Narrowed::default();
+    let out = v
+        .iter()
+        .map(|&d| {
+            let f = d as f32;
+            if d.is_finite() && f64::from(f) != d {
+                n.changed += 1;
+                n.overflowed += f.is_infinite() as usize;
+                n.flushed += (f == 0.0) as usize;
+            }
+            f
+        })
+        .collect();
+    (out, n)
+}
+
+/// Read the tensor to quantize. A multi-tensor file needs a name: quantizing one tensor of a
+/// checkpoint chosen by file order would be a guess.
 pub fn read_input(path: &Path, name: Option<&str>) -> Result<Input> {
-    let t = tensorio::read_tensor(path, name)?;
-    let in_type = match t.dtype {
-        DType::F32 => InType::F32,
-        DType::BF16 => InType::Bf16,
-        DType::F16 => InType::F16,
+    let t = match file_kind(path) {
+        Some(FileKind::Safetensors) => {
+            let st = tensorio::read_safetensors(path)?;
+            if name.is_none() && st.tensors.len() > 1 {
+                const SHOWN: usize = 8;
+                let mut list: Vec<String> = st
+                    .tensors
+                    .iter()
+                    .take(SHOWN)
+                    .map(|(n, t)| format!("{n} ({} {:?})", t.dtype, t.shape))
+                    .collect();
+                if st.tensors.len() > SHOWN {
+                    list.push(format!("and {} more", st.tensors.len() - SHOWN));
+                }
+                bail!(
+                    "{} holds {} tensors: {}; quantize writes one tensor a run: name it with \
+                     --input-name NAME (alias --tensor)",
+                    path.display(),
+                    st.tensors.len(),
+                    list.join(", ")
+                );
+            }
+            tensorio::pick_tensor(path, st, name)?
+        }
+        _ => tensorio::read_tensor(path, name)?,
+    };
+    let (in_type, bytes, f32, dtype_label) = match t.dtype {
+        DType::F32 | DType::BF16 | DType::F16 => {
+            let in_type = match t.dtype {
+                DType::F32 => InType::F32,
+                DType::BF16 => InType::Bf16,
+                _ => InType::F16,
+            };
+            let f32 = t.to_f32_vec()?;
+            (in_type, t.bytes, f32, in_type.name().to_string())
+        }
+        DType::F64 => {
+            let (f32, n) = narrow_f64(&t.to_f64_vec()?);
+            note_narrowed(path, f32.len(), &n);
+            let bytes = f32.iter().flat_map(|v| v.to_le_bytes()).collect();
+            (InType::F32, bytes, f32, "f64 rounded to f32".to_string())
+        }
         other => bail!(
-            "{}: dtype {} cannot be quantized; quantize reads F32, F16 or BF16",
+            "{}: dtype {} cannot be quantized; quantize reads F32, F16, BF16 or F64 (rounded \
+             to F32)",
             path.display(),
             other.name()
         ),
     };
-    let f32 = t.to_f32_vec()?;
     Ok(Input {
         in_type,
         shape: t.shape,
-        bytes: t.bytes,
+        bytes,
         f32,
+        dtype_label,
     })
 }
 
-/// Run on the chosen backend; `auto` without a GPU says so loudly and uses the CPU.
+fn note_narrowed(path: &Path, total: usize, n: &Narrowed) {
+    let mut what = format!("{} of {total} values changed in rounding", n.changed);
+    if n.overflowed > 0 {
+        what += &format!(
+            ", {} of them beyond float32's range (|x| > {:e}) became ±inf",
+            n.overflowed,
+            f32::MAX
+        );
+    }
+    if n.flushed > 0 {
+        what += &format!(", {} too small for float32 became 0", n.flushed);
+    }
+    eprintln!(
+        "note: {} holds float64; quantizing it rounded to float32 (as numpy's \
+         x.astype(numpy.float32)): {what}",
+        path.display()
+    );
+}
+
+/// Open the device the backend asks for; `auto` without a GPU says so loudly and uses the CPU.
+fn open_device(backend: QuantBackend, check_cpu: bool) -> Result<Option<CudaBackend>> {
+    match backend {
+        QuantBackend::Cpu => Ok(None),
+        QuantBackend::Cuda => Ok(Some(CudaBackend::open()?)),
+        QuantBackend::Auto => match CudaBackend::open() {
+            Ok(b) => Ok(Some(b)),
+            Err(why) => {
+                let bar = "!".repeat(78);
+                let check = if check_cpu {
+                    "\n!! --check-cpu has no CUDA run to compare."
+                } else {
+                    ""
+                };
+                eprintln!(
+                    "{bar}\n!! NO CUDA DEVICE: {why:#}\n!! Quantizing with the CPU reference instead (same bytes, slower).{check}\n{bar}"
+                );
+                Ok(None)
+            }
+        },
+    }
+}
+
+/// Quantize on the kernels when there are any, else on the CPU reference.
 fn quantize_on(
-    backend: QuantBackend,
+    kernels: Option<&QuantKernels>,
     spec: &Spec,
     input: &Input,
     tensor_amax: Option<f32>,
     check_cpu: bool,
-) -> Result<(Quantized, &'static str)> {
-    let gpu = match backend {
-        QuantBackend::Cpu => None,
-        QuantBackend::Cuda => Some(CudaBackend::open()?),
-        QuantBackend::Auto => match CudaBackend::open() {
-            Ok(b) => Some(b),
-            Err(why) => {
-                let bar = "!".repeat(78);
-                eprintln!(
-                    "{bar}\n!! NO CUDA DEVICE: {why:#}\n!! Quantizing with the CPU reference instead (same bytes, slower).\n{bar}"
-                );
-                None
-            }
-        },
-    };
-    let Some(gpu) = gpu else {
+) -> Result<Quantized> {
+    let Some(kernels) = kernels else {
         let (q, _) = quant::quantize_with_amax(spec, &input.shape, &input.f32, tensor_amax)?;
-        return Ok((q, "cpu"));
+        return Ok(q);
     };
-    let kernels = QuantKernels::load(&gpu)?;
     let q = kernels.quantize_with_amax(
         spec,
         &input.shape,
@@ -172,7 +469,7 @@ fn quantize_on(
         compare_bytes(&q, &cpu)?;
         eprintln!("check: CUDA output equals the CPU reference byte for byte");
     }
-    Ok((q, "cuda"))
+    Ok(q)
 }
 
 /// Error naming the first differing byte, for --check-cpu.
@@ -214,7 +511,7 @@ fn metadata(
     tensor_amax: Option<f32>,
     backend: &str,
     input: &Path,
-    in_type: InType,
+    dtype_label: &str,
 ) -> BTreeMap<String, String> {
     let mut m = BTreeMap::new();
     m.insert("format".into(), spec.format.name().into());
@@ -242,23 +539,48 @@ fn metadata(
     );
     m.insert("backend".into(), backend.into());
     m.insert("input".into(), input.display().to_string());
-    m.insert("input_dtype".into(), in_type.name().into());
+    m.insert("input_dtype".into(), dtype_label.into());
     m.insert(
         "packing".into(),
         "two codes per byte, even index in the low nibble".into(),
     );
-    m.insert(
-        "producer".into(),
-        format!("fp4probe {}", env!("CARGO_PKG_VERSION")),
-    );
+    m.insert("producer".into(), producer());
     m
 }
 
 pub fn run_quantize(a: QuantizeArgs) -> Result<ExitCode> {
-    let spec = a.spec();
-    quant::check_tensor_amax(&spec, a.tensor_amax)?;
+    // Everything that can be refused is refused before a device is opened or a byte is read.
+    let spec = a.spec()?;
+    let outputs = Outputs::new(a.force).input(&a.input);
+    check_quantize_output(&outputs, &a.output)?;
     let input = read_input(&a.input, a.input_name.as_deref())?;
-    let (q, backend) = quantize_on(a.backend, &spec, &input, a.tensor_amax, a.check_cpu)?;
+    quant::check_shape(&input.shape, spec.block())?;
+    quant::check_non_finite(&spec, &input.shape, &input.f32)?;
+
+    let gpu = open_device(a.backend, a.check_cpu)?;
+    let kernels = gpu.as_ref().map(QuantKernels::load).transpose()?;
+    let backend = if kernels.is_some() { "cuda" } else { "cpu" };
+    let q = quantize_on(kernels.as_ref(), &spec, &input, a.tensor_amax, a.check_cpu)?;
+    let search = if spec.search {
+        let mut naive_spec = spec;
+        naive_spec.search = false;
+        let naive = quantize_on(kernels.as_ref(), &naive_spec, &input, a.tensor_amax, false)?;
+        Some(SearchStats {
+            sse_naive: squared_error(&input.f32, &naive),
+            sse_chosen: squared_error(&input.f32, &q),
+            blocks: q.scale.len(),
+            blocks_changed: q
+                .scale
+                .iter()
+                .zip(&naive.scale)
+                .filter(|(a, b)| a != b)
+                .count(),
+        })
+    } else {
+        None
+    };
+    report_health(&health(&input.f32, &q), &spec, &a)?;
+
     let data = Tensor::from_u8(data_shape(&q.shape), q.data.clone());
     let scale = Tensor::from_u8(scale_shape(&q.shape, spec.block()), q.scale.clone());
     let ts = q.tensor_scale.map(|t| Tensor::from_f32(vec![1], &[t]));
@@ -272,13 +594,15 @@ pub fn run_quantize(a: QuantizeArgs) -> Result<ExitCode> {
     if let Some(b) = &byte {
         tensors.push(("data_byte", b));
     }
-    let meta = metadata(&spec, a.tensor_amax, backend, &a.input, input.in_type);
-    tensorio::write_safetensors(&a.output, &tensors, &meta)?;
+    let meta = metadata(&spec, a.tensor_amax, backend, &a.input, &input.dtype_label);
+    let bytes = tensorio::safetensors_to_bytes(&tensors, &meta)?;
+    check_quantize_output(&outputs, &a.output)?;
+    outputs.write(&a.output, bytes, SAFETENSORS_OURS)?;
     println!(
         "{}: {:?} {} → {} ({} on {backend}): {} code bytes, {} scales{}",
         a.input.display(),
         input.shape,
-        input.in_type.name(),
+        input.dtype_label,
         a.output.display(),
         spec.describe(),
         q.data.len(),
@@ -287,21 +611,7 @@ pub fn run_quantize(a: QuantizeArgs) -> Result<ExitCode> {
             .map(|t| format!(", tensor scale {t:e}"))
             .unwrap_or_default()
     );
-    if spec.search {
-        let mut naive_spec = spec;
-        naive_spec.search = false;
-        let (naive, _) = quantize_on(a.backend, &naive_spec, &input, a.tensor_amax, false)?;
-        let stats = SearchStats {
-            sse_naive: squared_error(&input.f32, &naive),
-            sse_chosen: squared_error(&input.f32, &q),
-            blocks: q.scale.len(),
-            blocks_changed: q
-                .scale
-                .iter()
-                .zip(&naive.scale)
-                .filter(|(a, b)| a != b)
-                .count(),
-        };
+    if let Some(stats) = search {
         println!(
             "search: squared error {:.6e} → {:.6e} ({:.2}% lower); {} of {} blocks changed scale",
             stats.sse_naive,
@@ -312,6 +622,112 @@ pub fn run_quantize(a: QuantizeArgs) -> Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Say on stderr what the quantization lost beyond rounding; refuse a result that kept nothing
+/// of the input unless --force.
+fn report_health(h: &Health, spec: &Spec, a: &QuantizeArgs) -> Result<()> {
+    let live = h.live_blocks();
+    let given = a.tensor_amax;
+    if h.non_finite_blocks > 0 {
+        eprintln!(
+            "warning: {} of {} blocks hold NaN or Inf inputs ({} elements); each takes the NaN \
+             scale, so all {} of their elements dequantize to NaN (--non-finite error refuses \
+             such a tensor)",
+            h.non_finite_blocks,
+            h.blocks,
+            h.non_finite_elements,
+            h.non_finite_blocks * spec.block()
+        );
+    }
+    if h.nan_scale_blocks > 0 {
+        eprintln!(
+            "warning: {} of {live} blocks holding nonzero values took the NaN scale although \
+             they are finite: their maximum rounds up to infinity under --scale-mode {} (floor, \
+             ceil and rceil keep it)",
+            h.nan_scale_blocks,
+            spec.scale_mode.name()
+        );
+    }
+    if h.flushed_blocks > 0 {
+        let why = match (spec.format, spec.two_level(), given) {
+            (Format::Nvfp4, true, Some(g)) if g > h.finite_amax => format!(
+                "--tensor-amax {g:e} is {:.3e} times the input's largest finite magnitude \
+                 ({:e}), which pushes their block scales down to E4M3's smallest, 2^-6",
+                g / h.finite_amax,
+                h.finite_amax
+            ),
+            (Format::Nvfp4, true, _) => format!(
+                "their largest magnitude is below 2^-8/2688 of the tensor's ({:e}), out of \
+                 reach of E4M3 block scales",
+                h.finite_amax
+            ),
+            (Format::Nvfp4, false, _) => "one-level NVFP4's smallest block scale is 2^-6, so a \
+                 block with |x| <= 2^-8 becomes zero (--nvfp4-levels 2 scales the tensor first)"
+                .to_string(),
+            (Format::Mxfp4, _, _) => {
+                "their values lie below a quarter of E8M0's smallest scale, 2^-127".to_string()
+            }
+        };
+        eprintln!(
+            "warning: {} of {live} blocks holding nonzero values quantized to all-zero codes: {why}",
+            h.flushed_blocks
+        );
+    }
+    if h.max_scale_blocks > 0 {
+        let (largest, why) = match (spec.format, spec.two_level(), given) {
+            (Format::Nvfp4, true, Some(g)) if g < h.finite_amax => (
+                "448",
+                format!(
+                    "; --tensor-amax {g:e} is below the input's largest finite magnitude ({:e})",
+                    h.finite_amax
+                ),
+            ),
+            (Format::Nvfp4, false, _) => (
+                "448",
+                "; one-level NVFP4 block scales stop at 448, so |x| >= 7·448 = 3136 saturates \
+                 (--nvfp4-levels 2 scales the tensor first)"
+                    .to_string(),
+            ),
+            (Format::Nvfp4, true, _) => ("448", String::new()),
+            (Format::Mxfp4, _, _) => ("2^127", String::new()),
+        };
+        eprintln!(
+            "warning: {} of {live} blocks holding nonzero values saturate at the largest scale \
+             ({largest}): {} elements with |x| >= 7·scale are stored as ±6·scale{why}",
+            h.max_scale_blocks, h.max_scale_elements
+        );
+    }
+    if h.saturated_elements > 0 {
+        let why = if spec.search {
+            " (--search chose scales that trade these for a lower squared error)"
+        } else if spec.format == Format::Mxfp4 && spec.scale_mode == ScaleMode::Floor {
+            " (--scale-mode floor, the OCP rule, leaves block maxima up to 8·scale; ceil and \
+             rceil never saturate)"
+        } else {
+            ""
+        };
+        eprintln!(
+            "note: {} of {} elements saturate: |x| >= 7·scale, stored as ±6·scale{why}",
+            h.saturated_elements, h.elements
+        );
+    }
+    if h.nothing_kept() {
+        let what = format!(
+            "every one of the {live} blocks holding nonzero values was lost ({} flushed to \
+             zero, {} saturated at the largest scale, {} given the NaN scale): the result keeps \
+             nothing of the input",
+            h.flushed_blocks, h.max_scale_blocks, h.nan_scale_blocks
+        );
+        if !a.force {
+            bail!(
+                "{what}; {} was not written (--force writes it)",
+                a.output.display()
+            );
+        }
+        eprintln!("warning: {what}; writing it because of --force");
+    }
+    Ok(())
 }
 
 /// Rebuild a `Quantized` from a file's tensors and metadata.
@@ -407,19 +823,43 @@ pub fn read_quantized(path: &Path) -> Result<Quantized> {
 }
 
 pub fn run_dequantize(a: DequantizeArgs) -> Result<ExitCode> {
+    let outputs = Outputs::new(a.force).input(&a.input);
+    let kind = check_dequantize_output(&outputs, &a.output)?;
     let q = read_quantized(&a.input)?;
     let x = quant::dequantize(&q);
-    let t = Tensor::from_f32(q.shape.clone(), &x);
-    match a.output.extension().and_then(|e| e.to_str()) {
-        Some("npy") => tensorio::write_npy(&a.output, &t)?,
-        Some("safetensors") => {
-            tensorio::write_safetensors(&a.output, &[("x", &t)], &BTreeMap::new())?
-        }
-        _ => bail!(
-            "{}: output must end in .npy or .safetensors",
+    let nan_blocks = x
+        .chunks(q.spec.block())
+        .filter(|b| b.iter().any(|v| v.is_nan()))
+        .count();
+    if nan_blocks > 0 {
+        eprintln!(
+            "note: {nan_blocks} of {} blocks have the NaN scale (NaN or Inf where they were \
+             quantized): their {} elements are NaN in {}",
+            q.scale.len(),
+            nan_blocks * q.spec.block(),
             a.output.display()
-        ),
+        );
     }
+    let t = Tensor::from_f32(q.shape.clone(), &x);
+    let (bytes, ours) = match kind {
+        FileKind::Npy => (tensorio::npy_to_bytes(&t)?, NPY_OURS),
+        FileKind::Safetensors => {
+            let meta = BTreeMap::from([
+                ("producer".to_string(), producer()),
+                (
+                    "dequantized_from".to_string(),
+                    a.input.display().to_string(),
+                ),
+                ("quantization".to_string(), q.spec.describe()),
+            ]);
+            (
+                tensorio::safetensors_to_bytes(&[("x", &t)], &meta)?,
+                SAFETENSORS_OURS,
+            )
+        }
+    };
+    check_dequantize_output(&outputs, &a.output)?;
+    outputs.write(&a.output, bytes, ours)?;
     println!(
         "{} ({}) → {} f32 {:?}",
         a.input.display(),

@@ -13,6 +13,7 @@
 
 pub mod codes;
 pub mod cuda;
+pub mod health;
 pub mod scale;
 
 use anyhow::{Result, bail};

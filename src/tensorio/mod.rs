@@ -1,28 +1,33 @@
 //! Tensors in and out of files: `.npy` (numpy) and `.safetensors`, the two formats model
 //! weights and test vectors come in, for `fp4probe quantize` / `dequantize`.
 //!
-//! Only the element types those commands need are supported: F32, F16 and BF16 inputs, U8
-//! (packed FP4 codes and scales) and F32 outputs, and I32 for indices. Everything is held in
-//! memory as little-endian, row-major bytes, so a tensor read from either format can be written
-//! to the other unchanged.
+//! Only the element types those commands need are supported: F32, F16 and BF16 inputs (F64 too,
+//! numpy's default, which a caller narrows explicitly: see [`Tensor::to_f64_vec`]), U8 (packed
+//! FP4 codes and scales) and F32 outputs, and I32 for indices. Everything is held in memory as
+//! little-endian, row-major bytes, so a tensor read from either format can be written to the
+//! other unchanged.
 //!
 //! Readers never trust the file: every length, offset and shape is checked before it is used,
-//! and errors name the file, the tensor and the field that is wrong. Writers go through a
-//! temporary file in the target's directory and a rename, so a failed write never leaves a
-//! half-written output behind.
+//! and errors name the file, the tensor and the field that is wrong. Writers build the file's
+//! bytes ([`npy_to_bytes`], [`safetensors_to_bytes`]) and hand them to [`crate::outfile`], the
+//! one place that decides whether a path may be written: commands pass their own
+//! [`Outputs`](crate::outfile::Outputs) (their inputs, `--force`, the marker their files carry);
+//! [`write_npy`] and [`write_safetensors`] replace any regular file but still refuse links,
+//! FIFOs, devices and read-only files. A regular file is replaced atomically, so a failed write
+//! never leaves a half-written output behind.
 
 mod npy;
 mod safetensors;
 
-pub use npy::{npy_from_bytes, read_npy, write_npy};
-pub use safetensors::{SafeTensors, read_safetensors, safetensors_from_bytes, write_safetensors};
+pub use npy::{npy_from_bytes, npy_to_bytes, read_npy, write_npy};
+pub use safetensors::{
+    SafeTensors, read_safetensors, safetensors_from_bytes, safetensors_to_bytes, write_safetensors,
+};
 
+use crate::outfile::{Ours, Outputs};
 use anyhow::{Context, Result, anyhow, bail, ensure};
 use std::fmt;
-use std::fs;
-use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::path::Path;
 
 /// The element types a [`Tensor`] can hold.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -32,15 +37,24 @@ pub enum DType {
     BF16,
     U8,
     I32,
+    F64,
 }
 
 /// Every supported dtype, for listing in error messages and for tests.
-pub const ALL_DTYPES: [DType; 5] = [DType::F32, DType::F16, DType::BF16, DType::U8, DType::I32];
+pub const ALL_DTYPES: [DType; 6] = [
+    DType::F32,
+    DType::F16,
+    DType::BF16,
+    DType::U8,
+    DType::I32,
+    DType::F64,
+];
 
 impl DType {
     /// Bytes per element.
     pub fn size(self) -> usize {
         match self {
+            DType::F64 => 8,
             DType::F32 | DType::I32 => 4,
             DType::F16 | DType::BF16 => 2,
             DType::U8 => 1,
@@ -55,6 +69,7 @@ impl DType {
             DType::BF16 => "BF16",
             DType::U8 => "U8",
             DType::I32 => "I32",
+            DType::F64 => "F64",
         }
     }
 
@@ -167,7 +182,8 @@ impl Tensor {
 
     /// The values widened to f32. Exact for all three float types: every F16 and BF16 value,
     /// subnormals and infinities included, is an f32 value, and NaNs keep sign and payload
-    /// (shifted into the top of the f32 fraction, so quiet stays quiet).
+    /// (shifted into the top of the f32 fraction, so quiet stays quiet). F64 is refused: going
+    /// to f32 rounds, and the caller says whether that is acceptable ([`Tensor::to_f64_vec`]).
     pub fn to_f32_vec(&self) -> Result<Vec<f32>> {
         self.check()?;
         let out = match self.dtype {
@@ -184,8 +200,27 @@ impl Tensor {
                     self.dtype
                 )
             }
+            DType::F64 => bail!(
+                "F64 tensor cannot be read as f32 without rounding; read it with to_f64_vec and \
+                 narrow it where the rounding is reported"
+            ),
         };
         Ok(out)
+    }
+
+    /// The values of an F64 tensor.
+    pub fn to_f64_vec(&self) -> Result<Vec<f64>> {
+        ensure!(
+            self.dtype == DType::F64,
+            "expected an F64 tensor, found {}",
+            self.dtype
+        );
+        self.check()?;
+        Ok(self
+            .bytes
+            .chunks_exact(8)
+            .map(|c| f64::from_le_bytes(c.try_into().expect("chunks of 8")))
+            .collect())
     }
 
     /// The bytes of a U8 tensor.
@@ -324,8 +359,8 @@ fn extension(path: &Path) -> Option<String> {
         .map(|e| e.to_ascii_lowercase())
 }
 
-/// Selects the tensor `read_tensor` returns from a safetensors file.
-fn pick_tensor(path: &Path, st: SafeTensors, name: Option<&str>) -> Result<Tensor> {
+/// Selects the tensor `read_tensor` returns from a safetensors file read from `path`.
+pub fn pick_tensor(path: &Path, st: SafeTensors, name: Option<&str>) -> Result<Tensor> {
     let names = st
         .tensors
         .iter()
@@ -355,46 +390,14 @@ fn pick_tensor(path: &Path, st: SafeTensors, name: Option<&str>) -> Result<Tenso
     }
 }
 
-/// Writes `path` all-or-nothing: the bytes go to a fresh temporary file in the same directory
-/// (so the rename cannot cross file systems), are synced, and then renamed over the target. On
-/// any failure the temporary file is removed and the target is untouched.
-pub(crate) fn write_atomic(path: &Path, parts: &[&[u8]]) -> Result<()> {
-    let tmp = temp_path(path)?;
-    let result = write_and_sync(&tmp, parts).and_then(|()| {
-        fs::rename(&tmp, path)
-            .with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))
-    });
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    result
-}
+/// What [`write_npy`] and [`write_safetensors`] accept as an existing output: any regular file
+/// (every text contains the empty marker). They serve callers that own their paths (tests,
+/// fixtures); a command that must not replace foreign files passes its own [`Ours`].
+const ANY_REGULAR_FILE: Ours<'static> = Ours::marked("");
 
-fn write_and_sync(tmp: &Path, parts: &[&[u8]]) -> Result<()> {
-    let mut f = fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(tmp)
-        .with_context(|| format!("creating temporary file {}", tmp.display()))?;
-    for part in parts {
-        f.write_all(part)
-            .with_context(|| format!("writing {}", tmp.display()))?;
-    }
-    f.sync_all()
-        .with_context(|| format!("syncing {}", tmp.display()))
-}
-
-/// A name next to `path` that no other writer (thread or process) uses at the same time.
-fn temp_path(path: &Path) -> Result<PathBuf> {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let file_name = path
-        .file_name()
-        .ok_or_else(|| anyhow!("{}: not a file path", path.display()))?;
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let tmp_name = format!(
-        ".{}.tmp-{}-{n}",
-        file_name.to_string_lossy(),
-        std::process::id()
-    );
-    Ok(path.with_file_name(tmp_name))
+/// Writes `bytes` to `path` through [`crate::outfile`] with no inputs and no `--force`.
+fn write_plain(path: &Path, bytes: &[u8], what: &str) -> Result<()> {
+    Outputs::new(false)
+        .write(path, bytes, ANY_REGULAR_FILE)
+        .with_context(|| format!("{}: writing {what}", path.display()))
 }

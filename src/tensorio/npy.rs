@@ -1,7 +1,8 @@
 //! The numpy `.npy` format (NEP 1): a magic string, a version, a header that is a Python dict
 //! literal (`{'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }`), then the raw data.
 //!
-//! Read: versions 1.0, 2.0 and 3.0; dtypes `<f4`, `<f2`, `|u1`/`<u1`, `<i4`, and `<V2`/`|V2`,
+//! Read: versions 1.0, 2.0 and 3.0; dtypes `<f4`, `<f8`, `<f2`, `|u1`/`<u1`, `<i4`, and
+//! `<V2`/`|V2`,
 //! which is read as **bfloat16**: numpy has no bfloat16, and `ml_dtypes` saves its bfloat16
 //! arrays with the 2-byte void descr `<V2`. A file of genuine 2-byte void records would be
 //! misread as bfloat16, but nothing else writes those for numeric data. Big-endian files (`>f4`)
@@ -14,7 +15,7 @@
 //! loads it as a void array, which `ml_dtypes` users turn back into bfloat16 with
 //! `a.view(ml_dtypes.bfloat16)`.
 
-use super::{DType, Tensor, byte_len, write_atomic};
+use super::{DType, Tensor, byte_len, write_plain};
 use anyhow::{Context, Result, anyhow, bail, ensure};
 use std::fs;
 use std::path::Path;
@@ -30,15 +31,20 @@ pub fn read_npy(path: &Path) -> Result<Tensor> {
     npy_from_bytes(&data).with_context(|| path.display().to_string())
 }
 
-/// Writes `t` as a `.npy` file, atomically: to a temporary file next to `path`, then renamed
-/// over it, so a failure leaves any existing file untouched.
+/// Writes `t` as a `.npy` file through [`crate::outfile`]: a regular file is replaced
+/// atomically (a failure leaves it untouched); links, FIFOs, devices and read-only files are
+/// refused. Commands with stricter rules write [`npy_to_bytes`] through their own `Outputs`.
 pub fn write_npy(path: &Path, t: &Tensor) -> Result<()> {
-    t.check()
-        .with_context(|| format!("{}: refusing to write a malformed tensor", path.display()))?;
-    let preamble = npy_preamble(t.dtype, &t.shape)
-        .with_context(|| format!("{}: building the npy header", path.display()))?;
-    write_atomic(path, &[&preamble, &t.bytes])
-        .with_context(|| format!("{}: writing npy file", path.display()))
+    let bytes = npy_to_bytes(t).with_context(|| path.display().to_string())?;
+    write_plain(path, &bytes, "npy file")
+}
+
+/// The bytes of `t` as a `.npy` file (numpy's own layout, see the module docs).
+pub fn npy_to_bytes(t: &Tensor) -> Result<Vec<u8>> {
+    t.check().context("refusing to write a malformed tensor")?;
+    let mut out = npy_preamble(t.dtype, &t.shape).context("building the npy header")?;
+    out.extend_from_slice(&t.bytes);
+    Ok(out)
 }
 
 /// What the header dict says, after validation.
@@ -145,12 +151,13 @@ fn parse_descr(descr: &str) -> Result<(DType, bool)> {
     };
     let dtype = match code {
         "f4" => DType::F32,
+        "f8" => DType::F64,
         "f2" => DType::F16,
         "u1" => DType::U8,
         "i4" => DType::I32,
         "V2" if order != '>' => DType::BF16,
         _ => bail!(
-            "unsupported dtype '{descr}' in field 'descr' (supported: '<f4', '<f2', '|u1', \
+            "unsupported dtype '{descr}' in field 'descr' (supported: '<f4', '<f8', '<f2', '|u1', \
              '<i4', their big-endian forms, and '<V2'/'|V2' read as bfloat16)"
         ),
     };
@@ -469,6 +476,7 @@ fn describe(c: Option<char>) -> String {
 fn descr_for(dtype: DType) -> &'static str {
     match dtype {
         DType::F32 => "<f4",
+        DType::F64 => "<f8",
         DType::F16 => "<f2",
         DType::BF16 => "|V2",
         DType::U8 => "|u1",

@@ -10,7 +10,7 @@
 //! The writer pads the header with spaces to a multiple of 8 bytes, like the reference
 //! implementation, so the data buffer starts aligned; tensors are laid out in the order given.
 
-use super::{DType, Tensor, byte_len, write_atomic};
+use super::{ALL_DTYPES, DType, Tensor, byte_len, write_plain};
 use anyhow::{Context, Result, anyhow, bail, ensure};
 use serde::Deserialize;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
@@ -52,19 +52,35 @@ pub fn read_safetensors(path: &Path) -> Result<SafeTensors> {
     safetensors_from_bytes(&data).with_context(|| path.display().to_string())
 }
 
-/// Writes `tensors` (in this order) and `metadata` (omitted when empty) as a safetensors file,
-/// atomically: to a temporary file next to `path`, then renamed over it.
+/// Writes `tensors` (in this order) and `metadata` (omitted when empty) as a safetensors file
+/// through [`crate::outfile`]: a regular file is replaced atomically (a failure leaves it
+/// untouched); links, FIFOs, devices and read-only files are refused. Commands with stricter
+/// rules write [`safetensors_to_bytes`] through their own `Outputs`.
 pub fn write_safetensors(
     path: &Path,
     tensors: &[(&str, &Tensor)],
     metadata: &BTreeMap<String, String>,
 ) -> Result<()> {
-    let header = build_header(tensors, metadata).with_context(|| path.display().to_string())?;
-    let len = (header.len() as u64).to_le_bytes();
-    let mut parts: Vec<&[u8]> = vec![&len, &header];
-    parts.extend(tensors.iter().map(|(_, t)| t.bytes.as_slice()));
-    write_atomic(path, &parts)
-        .with_context(|| format!("{}: writing safetensors file", path.display()))
+    let bytes =
+        safetensors_to_bytes(tensors, metadata).with_context(|| path.display().to_string())?;
+    write_plain(path, &bytes, "safetensors file")
+}
+
+/// The bytes of a safetensors file holding `tensors` (in this order) and `metadata` (omitted
+/// when empty). The metadata comes first in the header, so a marker in it lies near the top.
+pub fn safetensors_to_bytes(
+    tensors: &[(&str, &Tensor)],
+    metadata: &BTreeMap<String, String>,
+) -> Result<Vec<u8>> {
+    let header = build_header(tensors, metadata)?;
+    let data: usize = tensors.iter().map(|(_, t)| t.bytes.len()).sum();
+    let mut out = Vec::with_capacity(8 + header.len() + data);
+    out.extend_from_slice(&(header.len() as u64).to_le_bytes());
+    out.extend_from_slice(&header);
+    for (_, t) in tensors {
+        out.extend_from_slice(&t.bytes);
+    }
+    Ok(out)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -247,7 +263,11 @@ fn parse_dtype(name: &str, value: Value) -> Result<DType> {
         bail!("tensor '{name}': dtype {value} is not a string");
     };
     DType::from_name(&s).ok_or_else(|| {
-        anyhow!("tensor '{name}': unsupported dtype '{s}' (supported: F32, F16, BF16, U8, I32)")
+        let names: Vec<&str> = ALL_DTYPES.iter().map(|d| d.name()).collect();
+        anyhow!(
+            "tensor '{name}': unsupported dtype '{s}' (supported: {})",
+            names.join(", ")
+        )
     })
 }
 
