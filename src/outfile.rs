@@ -36,6 +36,12 @@ impl<'a> Ours<'a> {
         }
     }
 
+    /// Any existing regular file may be replaced: for formats with no room for a mark (`.npy`),
+    /// where the user named the file and the other rules still apply.
+    pub const fn any() -> Self {
+        Ours::marked("")
+    }
+
     /// A result file recognised by `marker`, from the emulator when `emulator`.
     pub const fn result(marker: &'a str, emulator: bool) -> Self {
         Ours { marker, emulator }
@@ -224,12 +230,20 @@ fn replace_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     let name = path
         .file_name()
         .with_context(|| format!("output {} names no file", path.display()))?;
+    // Unique per call as well as per process: threads of one run may write beside each other.
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let tmp = dir.join(format!(
-        ".{}.fp4probe-{}.tmp",
+        ".{}.fp4probe-{}-{}.tmp",
         name.to_string_lossy(),
-        std::process::id()
+        std::process::id(),
+        COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     ));
-    let result = std::fs::write(&tmp, bytes)
+    let result = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        // Synced before the rename, so a crash cannot leave a renamed but empty file.
+        .and_then(|mut f| f.write_all(bytes).and_then(|()| f.sync_all()))
         .with_context(|| format!("cannot write {}", tmp.display()))
         .and_then(|()| {
             std::fs::rename(&tmp, path)

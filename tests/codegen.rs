@@ -609,7 +609,7 @@ fn check_names_stale_missing_and_extra_files() {
     opts.out_dir = scratch.join("generated");
     opts.rust_path = scratch.join("mod.rs");
     let g = codegen::generate(&opts).unwrap();
-    codegen::write(&g, &opts).unwrap();
+    codegen::write(&g, &opts, false).unwrap();
     assert!(codegen::check(&g, &opts).is_empty());
     let hdr = opts.out_dir.join("m16n8k16.f32.bf16.bf16.f32.cuh");
     let text = std::fs::read_to_string(&hdr).unwrap();
@@ -629,7 +629,7 @@ fn check_names_stale_missing_and_extra_files() {
     assert!(problems[1].contains("missing") && problems[1].contains("m8n8k4.f64.f64.f64.f64.cuh"));
     assert!(problems[2].contains("extra") && problems[2].contains("old.cuh"));
     // Writing repairs it (and keeps the file it did not generate).
-    codegen::write(&g, &opts).unwrap();
+    codegen::write(&g, &opts, false).unwrap();
     let left: Vec<String> = codegen::check(&g, &opts)
         .iter()
         .map(|p| p.to_string())

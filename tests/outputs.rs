@@ -257,3 +257,27 @@ fn report_pages_never_overwrite_their_own_map() {
     );
     assert_eq!(snapshot(&s.0), before);
 }
+
+#[test]
+fn codegen_never_writes_over_a_map_it_reads() {
+    let s = Scratch::new("codegen");
+    let map = hardware_map();
+    let kept = std::fs::read(&map).unwrap();
+    for force in [false, true] {
+        let mut args = vec![
+            "codegen",
+            "--rust",
+            map.to_str().unwrap(),
+            "-o",
+            s.0.to_str().unwrap(),
+        ];
+        if force {
+            args.push("--force");
+        }
+        let o = fp4probe(&args);
+        refused(&o, "also an input");
+        assert_eq!(std::fs::read(&map).unwrap(), kept);
+        // Checked before anything was written: no header either.
+        assert_eq!(std::fs::read_dir(&s.0).unwrap().count(), 0);
+    }
+}

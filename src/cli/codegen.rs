@@ -27,6 +27,10 @@ pub struct Args {
     /// when anything committed differs.
     #[arg(long)]
     pub check: bool,
+    /// Write through a symbolic link, FIFO or device named as an output and replace read-only
+    /// or foreign files there. A lane map read is never overwritten, forced or not.
+    #[arg(long, conflicts_with = "check")]
+    pub force: bool,
     /// Compile kernels/tile_roundtrip.cu with NVRTC for this GPU, move random tiles through the
     /// generated tables and one mma.sync, and compare D with the CPU GEMM bit for bit. The
     /// sources are the ones built into this binary, or $FP4PROBE_KERNELS (a kernels/ folder).
@@ -162,7 +166,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         );
         return Ok(ExitCode::from(1));
     }
-    let changed = codegen::write(&g, &opts)?;
+    let changed = codegen::write(&g, &opts, a.force)?;
     for c in &changed {
         println!("{c}");
     }

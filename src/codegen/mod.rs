@@ -402,18 +402,28 @@ pub fn check(g: &Generated, opts: &Options) -> Vec<Problem> {
 
 /// Write every file that differs; remove generated headers (files that start with the
 /// generated marker) that no map makes any more. Returns what changed, as shown paths.
-pub fn write(g: &Generated, opts: &Options) -> Result<Vec<String>> {
+pub fn write(g: &Generated, opts: &Options, force: bool) -> Result<Vec<String>> {
+    // The maps read are never outputs (`--rust` pointed at a map, say), and every file is
+    // checked before the first is written.
+    let out = crate::outfile::Outputs::new(force).inputs(g.sources.iter().flat_map(|s| {
+        std::iter::once(opts.root.join(&s.path))
+            .chain(s.scale.iter().map(|sc| opts.root.join(&sc.path)))
+    }));
+    let ours = crate::outfile::Ours::marked(MARKER);
+    let stale: Vec<&OutFile> = g
+        .files
+        .iter()
+        .filter(|f| std::fs::read(&f.path).ok().as_deref() != Some(f.text.as_bytes()))
+        .collect();
+    for f in &stale {
+        out.check(&f.path, ours)?;
+    }
     let mut changed = Vec::new();
-    for f in &g.files {
-        if std::fs::read(&f.path).ok().as_deref() == Some(f.text.as_bytes()) {
-            continue;
-        }
+    for f in stale {
         if let Some(parent) = f.path.parent() {
-            std::fs::create_dir_all(parent)
-                .with_context(|| format!("cannot create {}", parent.display()))?;
+            out.create_dir(parent)?;
         }
-        std::fs::write(&f.path, &f.text)
-            .with_context(|| format!("cannot write {}", f.path.display()))?;
+        out.write(&f.path, &f.text, ours)?;
         changed.push(format!("wrote {}", f.shown));
     }
     let made: std::collections::HashSet<&Path> = g.files.iter().map(|f| f.path.as_path()).collect();

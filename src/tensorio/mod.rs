@@ -393,7 +393,7 @@ pub fn pick_tensor(path: &Path, st: SafeTensors, name: Option<&str>) -> Result<T
 /// What [`write_npy`] and [`write_safetensors`] accept as an existing output: any regular file
 /// (every text contains the empty marker). They serve callers that own their paths (tests,
 /// fixtures); a command that must not replace foreign files passes its own [`Ours`].
-const ANY_REGULAR_FILE: Ours<'static> = Ours::marked("");
+const ANY_REGULAR_FILE: Ours<'static> = Ours::any();
 
 /// Writes `bytes` to `path` through [`crate::outfile`] with no inputs and no `--force`.
 fn write_plain(path: &Path, bytes: &[u8], what: &str) -> Result<()> {
