@@ -22,6 +22,8 @@ use fp4probe::probe::bench::{
 use fp4probe::provenance::Provenance;
 use fp4probe::tools;
 
+mod common;
+
 /// The toolchain the offline tests use; panics under CI when there is none.
 fn toolchain(need_disassembler: bool) -> Option<Toolchain> {
     let tc = Toolchain::offline();
@@ -507,8 +509,7 @@ fn csv_rows_and_merge() {
         rows[2][7]
     );
 
-    let dir = std::env::temp_dir().join(format!("fp4probe-bench-csv-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = common::tmpdir("bench", "csv");
     let (path, replaced) = bench::merge_csv(&dir, std::slice::from_ref(&r)).unwrap();
     assert!(!replaced);
     let other = {
@@ -529,7 +530,6 @@ fn csv_rows_and_merge() {
     assert_eq!(lines.len(), 1 + other.points.len() + 1, "{text}");
     assert!(lines[1].starts_with("m16n8k8."));
     assert!(lines.last().unwrap().starts_with("m16n8k16."));
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 fn has_driver() -> bool {

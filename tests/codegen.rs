@@ -19,6 +19,8 @@ use fp4probe::isa::{Operand, ScaleSelectors, Target, Variant, catalog};
 use fp4probe::tools;
 use std::path::{Path, PathBuf};
 
+mod common;
+
 #[path = "support/nvrtc.rs"]
 mod nvrtc_support;
 use nvrtc_support::nvrtc_or_skip;
@@ -509,8 +511,7 @@ fn headers_are_plain_cxx17_and_tile_load_store_match_the_rust_tables() {
     // Needs a C++17 compiler ($CXX, else c++); skipped without one.
     let test = "headers_are_plain_cxx17_and_tile_load_store_match_the_rust_tables";
     let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
-    let dir = std::env::temp_dir().join(format!("fp4probe-codegen-cxx-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::tmpdir("codegen", "cxx");
     let mut src = String::from(
         "#include \"generated/fp4probe_layouts.cuh\"\n#include \"tile_roundtrip.cu\"\n\
          static_assert(fp4probe::m16n8k32_f32_e4m3_e4m3_f32::a_coord(5, 2, 1).col == 21, \"A\");\n\
@@ -596,15 +597,12 @@ fn headers_are_plain_cxx17_and_tile_load_store_match_the_rust_tables() {
         );
     }
     assert_eq!(lines.next(), None);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn check_names_stale_missing_and_extra_files() {
     // A copy of the output in a scratch root: change one header, remove one, add one.
-    let scratch =
-        std::env::temp_dir().join(format!("fp4probe-codegen-check-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&scratch);
+    let scratch = common::tmpdir("codegen", "check");
     let mut opts = Options::defaults(&root());
     opts.out_dir = scratch.join("generated");
     opts.rust_path = scratch.join("mod.rs");
@@ -635,7 +633,6 @@ fn check_names_stale_missing_and_extra_files() {
         .map(|p| p.to_string())
         .collect();
     assert_eq!(left.len(), 1, "{left:#?}");
-    let _ = std::fs::remove_dir_all(&scratch);
 }
 
 #[test]
@@ -651,9 +648,7 @@ fn cli_check_passes_on_the_committed_tree_and_fails_naming_files() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(String::from_utf8_lossy(&o.stdout).contains("up to date"));
     // Against an empty output folder: exit 1, every file named as missing.
-    let scratch = std::env::temp_dir().join(format!("fp4probe-codegen-cli-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&scratch);
-    std::fs::create_dir_all(&scratch).unwrap();
+    let scratch = common::tmpdir("codegen", "cli");
     let out_dir = scratch.join("gen");
     let rust = scratch.join("mod.rs");
     let o = run(
@@ -674,7 +669,6 @@ fn cli_check_passes_on_the_committed_tree_and_fails_naming_files() {
         "{err}"
     );
     assert!(err.contains("mod.rs"), "{err}");
-    let _ = std::fs::remove_dir_all(&scratch);
 }
 
 #[test]
@@ -682,7 +676,7 @@ fn a_wrong_table_entry_fails_to_compile() {
     // The compile-time checks are live: one changed table entry and the header no longer
     // compiles, with NVRTC (checks forced on in device code) and with the host C++ compiler.
     let test = "a_wrong_table_entry_fails_to_compile";
-    let scratch = std::env::temp_dir().join(format!("fp4probe-codegen-bad-{}", std::process::id()));
+    let scratch = common::tmpdir("codegen", "bad");
     let gen_dir = scratch.join("generated");
     std::fs::create_dir_all(&gen_dir).unwrap();
     let src_dir = root().join("kernels/generated");
@@ -724,7 +718,6 @@ fn a_wrong_table_entry_fails_to_compile() {
         assert!(!out.status.success(), "{cxx} accepted a wrong table");
         assert!(String::from_utf8_lossy(&out.stderr).contains("A: the slot tables"));
     }
-    let _ = std::fs::remove_dir_all(&scratch);
 }
 
 #[test]
@@ -773,8 +766,7 @@ static_assert(follows_isa(), "{id}");
         checked >= 29,
         "{test}: only {checked} block-scaled variants"
     );
-    let dir = std::env::temp_dir().join(format!("fp4probe-scale-cxx-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::tmpdir("codegen", "scale-cxx");
     let main = dir.join("scales.cpp");
     std::fs::write(&main, src).unwrap();
     let out = std::process::Command::new(&cxx)

@@ -339,11 +339,10 @@ fn one_representative_per_input_type() {
     }
 }
 
-fn tmpdir(name: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("fp4probe-container-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+mod common;
+
+fn tmpdir(name: &str) -> common::Scratch {
+    common::tmpdir("container", name)
 }
 
 #[test]

@@ -1,4 +1,5 @@
-//! Opt-in hardware tests of the CUDA backend: run only with `FP4PROBE_GPU=1` (and a GPU).
+//! Hardware tests of the CUDA backend, ignored unless asked for: on a GPU machine,
+//! `cargo test --release --test gpu_backend -- --ignored`.
 //!
 //! For every catalog variant the device accepts, random exactly-representable inputs go through
 //! both the GPU and the emulator, and the D words must be identical. Inputs are filled into
@@ -6,22 +7,16 @@
 //! every product and sum is exact and both backends must agree bit for bit. With an f16
 //! accumulator the palette shrinks to {-1, 0, 1} so that partial sums stay exact in f16 too.
 
-use fp4probe::device::cuda::CudaBackend;
 use fp4probe::device::emulator::Emulator;
 use fp4probe::device::{Backend, Batch};
 use fp4probe::formats::ElemType;
 use fp4probe::isa::{Operand, ScaleSelectors, Variant, catalog};
 
-const EXPERIMENTS: usize = 8;
+#[path = "support/gpu.rs"]
+mod gpu_support;
+use gpu_support::gpu;
 
-fn gpu_enabled(test: &str) -> bool {
-    if std::env::var("FP4PROBE_GPU").as_deref() == Ok("1") {
-        true
-    } else {
-        eprintln!("{test}: skipped (set FP4PROBE_GPU=1 to run the GPU tests)");
-        false
-    }
-}
+const EXPERIMENTS: usize = 8;
 
 /// splitmix64: deterministic, no dependency.
 struct Rng(u64);
@@ -77,11 +72,9 @@ fn random_batch(v: &Variant, rng: &mut Rng) -> Batch {
 }
 
 #[test]
+#[ignore = "needs an NVIDIA GPU: run with `cargo test --release -- --ignored` on a GPU machine"]
 fn gpu_matches_emulator_on_every_supported_variant() {
-    if !gpu_enabled("gpu_matches_emulator_on_every_supported_variant") {
-        return;
-    }
-    let gpu = CudaBackend::open().expect("FP4PROBE_GPU=1 but no CUDA device could be opened");
+    let gpu = gpu("gpu_matches_emulator_on_every_supported_variant");
     let emu = Emulator::new();
     eprintln!("device: {:?}", gpu.info());
     let mut rng = Rng(0x5EED_F4F4);
@@ -133,24 +126,25 @@ fn gpu_matches_emulator_on_every_supported_variant() {
     );
 }
 
+/// An sm_120a variant runs on sm_120 and nowhere else: refused with a message naming sm_120a
+/// on any other device, accepted on sm_120.
 #[test]
+#[ignore = "needs an NVIDIA GPU: run with `cargo test --release -- --ignored` on a GPU machine"]
 fn sm120a_variant_is_refused_on_other_devices() {
-    if !gpu_enabled("sm120a_variant_is_refused_on_other_devices") {
-        return;
-    }
-    let gpu = CudaBackend::open().expect("FP4PROBE_GPU=1 but no CUDA device could be opened");
+    let gpu = gpu("sm120a_variant_is_refused_on_other_devices");
     let cc = gpu
         .info()
         .compute_capability
         .expect("hardware reports a compute capability");
-    if cc == (12, 0) {
-        eprintln!("sm120a_variant_is_refused_on_other_devices: skipped (this device is sm_120)");
-        return;
-    }
     let v = catalog()
         .into_iter()
         .find(|v| v.min_target.to_string() == "sm_120a")
         .expect("catalog has sm_120a variants");
+    if cc == (12, 0) {
+        gpu.check_supported(&v)
+            .unwrap_or_else(|e| panic!("{} refused on sm_120: {e:#}", v.id()));
+        return;
+    }
     let err = gpu
         .check_supported(&v)
         .expect_err("sm_120a variant accepted on a non-sm_120 device");

@@ -1,24 +1,20 @@
-//! Opt-in hardware test of the quantization kernels: run only with `FP4PROBE_GPU=1` (a GPU and
-//! libnvrtc). The CUDA kernels must equal, byte for byte:
+//! Hardware tests of the quantization kernels, ignored unless asked for: on a GPU machine (with
+//! libnvrtc), `cargo test --release --test gpu_quant -- --ignored`. The CUDA kernels must
+//! equal, byte for byte:
 //! - the independent vectors of `tests/vectors/quant/` (every case, each in its own input type);
 //! - the CPU reference on random tensors of awkward sizes (tails that leave warps and thread
 //!   blocks partly empty), every MXFP4 mode and both NVFP4 forms, with and without the search,
 //!   from f32, bf16 and f16 inputs, including NaN/Inf blocks and tiny and huge magnitudes;
 //!   two-level NVFP4 also with a given tensor amax (half the tensor's: saturating blocks).
 
-use fp4probe::device::cuda::CudaBackend;
 use fp4probe::quant::cuda::{InType, QuantKernels, encode_input};
 use fp4probe::quant::{self, NvLevels, Quantized, ScaleMode, Spec};
 use fp4probe::tensorio::{self, DType};
 use std::path::Path;
 
-fn gpu_or_skip(test: &str) -> bool {
-    let on = std::env::var("FP4PROBE_GPU").as_deref() == Ok("1");
-    if !on {
-        eprintln!("{test}: skipped (set FP4PROBE_GPU=1 to run the GPU tests)");
-    }
-    on
-}
+#[path = "support/gpu.rs"]
+mod gpu_support;
+use gpu_support::gpu;
 
 fn same(name: &str, gpu: &Quantized, cpu: &Quantized) {
     assert_eq!(gpu.scale, cpu.scale, "{name}: scales");
@@ -36,11 +32,9 @@ fn same(name: &str, gpu: &Quantized, cpu: &Quantized) {
 }
 
 #[test]
+#[ignore = "needs an NVIDIA GPU: run with `cargo test --release -- --ignored` on a GPU machine"]
 fn kernels_equal_the_independent_vectors() {
-    if !gpu_or_skip("kernels_equal_the_independent_vectors") {
-        return;
-    }
-    let backend = CudaBackend::open().expect("FP4PROBE_GPU=1 but no CUDA device");
+    let backend = gpu("kernels_equal_the_independent_vectors");
     let k = QuantKernels::load(&backend).unwrap_or_else(|e| panic!("{e:#}"));
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/vectors/quant");
     let mut n = 0;
@@ -111,11 +105,9 @@ fn awkward(n: usize, seed: u64, non_finite: bool) -> Vec<f32> {
 }
 
 #[test]
+#[ignore = "needs an NVIDIA GPU: run with `cargo test --release -- --ignored` on a GPU machine"]
 fn kernels_equal_the_cpu_reference_on_awkward_tensors() {
-    if !gpu_or_skip("kernels_equal_the_cpu_reference_on_awkward_tensors") {
-        return;
-    }
-    let backend = CudaBackend::open().expect("FP4PROBE_GPU=1 but no CUDA device");
+    let backend = gpu("kernels_equal_the_cpu_reference_on_awkward_tensors");
     let k = QuantKernels::load(&backend).unwrap_or_else(|e| panic!("{e:#}"));
     let mut specs = vec![
         Spec::mxfp4(ScaleMode::Floor),

@@ -1,6 +1,8 @@
 //! A newcomer's first commands: the README's main job, the headline probe of a shape, an
 //! instruction pasted as written, and the slot ↔ element look-up.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -209,22 +211,15 @@ fn lookup_answers_both_ways_and_agrees_with_the_map() {
     assert!(text(&o).contains("outside D"), "{}", text(&o));
 }
 
-/// A scratch folder removed when the test ends.
-struct Scratch(PathBuf);
+/// A scratch folder (from `common::tmpdir`, removed when the test ends, pass or fail) and its
+/// path.
+// The guard is held only for its Drop.
+struct Scratch(PathBuf, #[allow(dead_code)] common::Scratch);
 
 impl Scratch {
     fn new(name: &str) -> Self {
-        let d =
-            std::env::temp_dir().join(format!("fp4probe-headline-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        Scratch(d)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+        let guard = common::tmpdir("headline", name);
+        Scratch(guard.to_path_buf(), guard)
     }
 }
 

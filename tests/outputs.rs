@@ -1,28 +1,23 @@
 //! Outputs never destroy anything: each case a user met, driven through the real binary, checks
 //! the exit code, the message and that every file it pointed at is unchanged.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-/// A scratch folder removed when the test ends, pass or fail.
-struct Scratch(PathBuf);
+/// A scratch folder (from `common::tmpdir`, removed when the test ends, pass or fail) and its
+/// path.
+// The guard is held only for its Drop.
+struct Scratch(PathBuf, #[allow(dead_code)] common::Scratch);
 
 impl Scratch {
     fn new(name: &str) -> Self {
-        let d =
-            std::env::temp_dir().join(format!("fp4probe-outputs-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        Scratch(d)
+        let guard = common::tmpdir("outputs", name);
+        Scratch(guard.to_path_buf(), guard)
     }
     fn join(&self, p: impl AsRef<Path>) -> PathBuf {
         self.0.join(p)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 

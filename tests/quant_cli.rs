@@ -7,26 +7,11 @@ use common::{fp4probe, text, tmpdir};
 
 use fp4probe::tensorio::{self, DType, Tensor};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// A scratch folder removed when the test ends, failed or not.
-struct Scratch(PathBuf);
-
-impl std::ops::Deref for Scratch {
-    type Target = Path;
-    fn deref(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn scratch(name: &str) -> Scratch {
-    Scratch(tmpdir("qcli", name))
+fn scratch(name: &str) -> common::Scratch {
+    tmpdir("qcli", name)
 }
 
 fn s(p: &Path) -> &str {

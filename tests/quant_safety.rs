@@ -14,23 +14,8 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 /// A scratch folder removed when the test ends, failed or not.
-struct Scratch(PathBuf);
-
-impl std::ops::Deref for Scratch {
-    type Target = Path;
-    fn deref(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn scratch(name: &str) -> Scratch {
-    Scratch(tmpdir("qsafe", name))
+fn scratch(name: &str) -> common::Scratch {
+    tmpdir("qsafe", name)
 }
 
 fn s(p: &Path) -> &str {

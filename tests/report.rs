@@ -23,11 +23,10 @@ fn map_path(folder: &str, stem: &str) -> PathBuf {
         .join(format!("{stem}.json"))
 }
 
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("fp4probe-report-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+mod common;
+
+fn tmpdir(name: &str) -> common::Scratch {
+    common::tmpdir("report", name)
 }
 
 /// Compare with `tests/snapshots/<name>`, or rewrite it when `UPDATE_SNAPSHOTS=1`.
@@ -297,27 +296,28 @@ fn index_marks_failed_maps_and_maps_without_pages() {
     assert_eq!(header, "| variant | min target | sm_90 | emulator |");
 }
 
-/// A copy of a real map, edited as JSON.
+/// A copy of a real map, edited as JSON, in a scratch folder (removed when the guard drops).
 fn edited(
     name: &str,
     folder: &str,
     stem: &str,
     edit: impl FnOnce(&mut serde_json::Value),
-) -> PathBuf {
+) -> (common::Scratch, PathBuf) {
     let text = std::fs::read_to_string(map_path(folder, stem)).unwrap();
     let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
     edit(&mut v);
-    let dir = tmpdir(name).join(folder);
+    let scratch = tmpdir(name);
+    let dir = scratch.join(folder);
     std::fs::create_dir_all(&dir).unwrap();
     let p = dir.join(format!("{stem}.json"));
     std::fs::write(&p, serde_json::to_string_pretty(&v).unwrap()).unwrap();
-    p
+    (scratch, p)
 }
 
 #[test]
 fn failed_map_renders_a_failed_page_with_its_reason() {
     let reason = "inference failed: A slot 17 lit no D slot";
-    let p = edited("failed", "sm_90", BF16, |v| {
+    let (_scratch, p) = edited("failed", "sm_90", BF16, |v| {
         v["status"] = "failed".into();
         v["failure"] = reason.into();
         v["operands"] = serde_json::json!([]);
@@ -358,7 +358,7 @@ fn failed_map_renders_a_failed_page_with_its_reason() {
 
 #[test]
 fn failed_validation_still_shows_the_layout_and_the_mismatches() {
-    let p = edited("invalid", "sm_90", BF16, |v| {
+    let (_scratch, p) = edited("invalid", "sm_90", BF16, |v| {
         v["status"] = "failed".into();
         v["failure"] = "validation through the inferred maps failed".into();
         v["validation"]["random"] = serde_json::json!({
@@ -375,7 +375,7 @@ fn failed_validation_still_shows_the_layout_and_the_mismatches() {
 
 #[test]
 fn scale_hook_renders_a_scale_field() {
-    let p = edited("scale", "emulator", NVF4, |v| {
+    let (_scratch, p) = edited("scale", "emulator", NVF4, |v| {
         v["scale"] = serde_json::json!([{
             "operand": "scale_a", "rows": 16, "cols": 4, "regs": 1, "elems_per_reg": 4,
             "slots": (0..32).flat_map(|l| (0..2).map(move |e| [l, 0, e, l % 16, e + 2 * (l / 16)])).collect::<Vec<_>>()

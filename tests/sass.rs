@@ -9,6 +9,8 @@ use fp4probe::isa::{Target, find};
 use fp4probe::sass::{self, Lowering, SassError, SassReport, Toolchain, ToolchainKind};
 use std::process::Command;
 
+mod common;
+
 /// Whether the pinned toolchain is here; panics under CI when it is not.
 fn have_tools() -> bool {
     match Toolchain::find(ToolchainKind::Pinned) {
@@ -206,8 +208,7 @@ fn cli_writes_listing_json_and_index() {
     if !have_tools() {
         return;
     }
-    let dir = std::env::temp_dir().join(format!("fp4probe-sass-cli-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = common::tmpdir("sass", "cli");
     let out = Command::new(env!("CARGO_BIN_EXE_fp4probe"))
         .args([
             "sass", "--all", "--shape", "m16n8k16", "--a", "bf16", "--target", "sm_90", "-o",
@@ -239,7 +240,6 @@ fn cli_writes_listing_json_and_index() {
         index.contains("| [`m16n8k16.f32.bf16.bf16.f32`](m16n8k16.f32.bf16.bf16.f32.sm_90.sass.txt) | sm_90 | native: 1 HMMA.16816.F32.BF16"),
         "{index}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Output of the device image's CUDA 13.0 cuobjdump and nvdisasm (see `tests/sass-fixtures/`):

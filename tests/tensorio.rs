@@ -7,32 +7,15 @@ use fp4probe::tensorio::*;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/tensorio");
 
-/// A fresh scratch folder per test (tests run in parallel threads of one process), removed when
-/// the test ends, failed or not.
-struct Scratch(PathBuf);
+mod common;
 
-impl std::ops::Deref for Scratch {
-    type Target = Path;
-    fn deref(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.0);
-    }
-}
-
-fn scratch(name: &str) -> Scratch {
-    let d = std::env::temp_dir().join(format!("fp4probe-tensorio-{name}-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&d);
-    fs::create_dir_all(&d).unwrap();
-    Scratch(d)
+/// A fresh scratch folder per test, removed when the guard drops, also when the test fails.
+fn scratch(name: &str) -> common::Scratch {
+    common::tmpdir("tensorio", name)
 }
 
 /// The full error chain, as `main` prints it.

@@ -1,11 +1,14 @@
 //! Snapshot tests of the viewer on ratatui's test backend at 80×24, one per tab and for the
-//! diff mode, plus key handling. `UPDATE_SNAPSHOTS=1 cargo test --test tui` rewrites them.
+//! diff mode, plus key handling, and the real binary refusing to run without a terminal.
+//! `UPDATE_SNAPSHOTS=1 cargo test --test tui` rewrites the snapshots.
 
+mod common;
+use common::{fp4probe, text, tmpdir};
 use fp4probe::cli::view::{Args, app};
-use fp4probe::tui::{App, Tab, draw};
+use fp4probe::tui::{App, Tab, draw, no_terminal};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
-use ratatui::crossterm::event::KeyCode;
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use std::path::PathBuf;
 
 fn root() -> PathBuf {
@@ -70,7 +73,7 @@ fn tab_a_with_cursor() {
     }
     let s = screen(&mut a);
     // bf16 m16n8k16 A (1, 3) is lane 5 (g = 1, t = 1), reg 0, elem 1.
-    assert!(s.contains("(1,3) = lane 5 reg 0 elem 1"), "{s}");
+    assert!(s.contains("A slot lane 5 r0.e1 -> (row 1, col 3)"), "{s}");
     snapshot("a_cursor", &s);
 }
 
@@ -105,12 +108,23 @@ fn lane_highlight_and_wide_grid_scrolls() {
     }
     let s = screen(&mut a);
     assert!(
-        s.contains("(0,40) = lane") && s.contains("lane 13 lit"),
+        s.contains("-> (row 0, col 40)") && s.contains("lane 13 lit"),
         "{s}"
     );
     snapshot("highlight_scrolled", &s);
-    a.handle_key(KeyCode::Esc);
+    // Enter with no lane typed clears the highlight; Backspace takes back a typed digit.
+    a.handle_key(KeyCode::Enter);
     assert_eq!(a.highlight, None);
+    for k in [
+        KeyCode::Char('4'),
+        KeyCode::Backspace,
+        KeyCode::Char('7'),
+        KeyCode::Enter,
+    ] {
+        a.handle_key(k);
+    }
+    assert_eq!(a.highlight, Some(7));
+    assert!(!a.quit);
 }
 
 #[test]
@@ -124,8 +138,7 @@ fn scale_tab() {
     assert_eq!(a.tab, Tab::Scale);
     snapshot("scale", &screen(&mut a));
     // Without a scale map the tab says how to make one (a copy of the map with no CSV beside it).
-    let dir = std::env::temp_dir().join(format!("fp4probe-tui-noscale-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = tmpdir("tui", "noscale");
     let lone = dir.join(std::path::Path::new(MXF4).file_name().unwrap());
     std::fs::copy(root().join(MXF4), &lone).unwrap();
     let mut b = app(&Args {
@@ -146,8 +159,7 @@ fn diff_mode_against_documented_and_another_map() {
     assert!(s.contains("diff vs documented: 0 differ"), "{s}");
     snapshot("diff_documented", &s);
     // Against a different map of the same variant: a copy with two A slots swapped.
-    let dir = std::env::temp_dir().join(format!("fp4probe-tui-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = tmpdir("tui", "diff");
     let mut json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(root().join(BF16)).unwrap()).unwrap();
     let slots = json["operands"][0]["slots"].as_array_mut().unwrap();
@@ -167,15 +179,89 @@ fn diff_mode_against_documented_and_another_map() {
     b.handle_key(KeyCode::Char('d'));
     let s = screen(&mut b);
     assert!(s.contains("diff vs swapped.json: 2 differ"), "{s}");
+    // The cursor's cell is one of the two: the status line says what the other map has there.
+    assert!(
+        s.contains("A slot lane 0 r0.e0 -> (row 0, col 0) (swapped.json: lane 0 r0.e1)"),
+        "{s}"
+    );
 }
 
 #[test]
-fn help_and_quit() {
+fn help_lists_the_keys() {
     let mut a = open(BF16, None, None);
     a.handle_key(KeyCode::Char('?'));
-    assert!(screen(&mut a).contains("fp4probe view: keys"));
+    let s = screen(&mut a);
+    for key in [
+        "fp4probe view: keys",
+        "arrows / h j k l",
+        "A slot lane 5 r0.e1 -> (row 1, col 3)",
+        "Tab / Shift-Tab",
+        "0-31 then Enter",
+        "Backspace",
+        " d ",
+        "q, Esc, Ctrl-C     quit",
+    ] {
+        assert!(s.contains(key), "help lacks {key:?}:\n{s}");
+    }
     a.handle_key(KeyCode::Char('x'));
-    assert!(!a.help);
-    a.handle_key(KeyCode::Char('q'));
-    assert!(a.quit);
+    assert!(!a.help && !a.quit);
+}
+
+#[test]
+fn q_esc_and_ctrl_c_quit() {
+    let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
+    for (name, key) in [
+        ("q", KeyEvent::from(KeyCode::Char('q'))),
+        ("Esc", KeyEvent::from(KeyCode::Esc)),
+        ("Ctrl-C", ctrl_c),
+    ] {
+        let mut a = open(BF16, None, None);
+        a.handle_event(key);
+        assert!(a.quit, "{name} does not quit");
+        assert_eq!(a.tab, Tab::Operand(fp4probe::isa::Operand::A), "{name}");
+        // Also with the help shown: it does not swallow the quit keys.
+        let mut a = open(BF16, None, None);
+        a.handle_key(KeyCode::Char('?'));
+        a.handle_event(key);
+        assert!(a.quit, "{name} does not quit from the help");
+    }
+    // A plain c is still the C tab.
+    let mut a = open(BF16, None, None);
+    a.handle_event(KeyEvent::from(KeyCode::Char('c')));
+    assert!(!a.quit);
+    assert_eq!(a.tab, Tab::Operand(fp4probe::isa::Operand::C));
+}
+
+#[test]
+fn no_terminal_names_the_stream() {
+    assert_eq!(no_terminal(true, true), None);
+    for (stdin, stdout, says) in [
+        (true, false, "standard output is not a terminal"),
+        (false, true, "standard input is not a terminal"),
+        (false, false, "neither standard input nor standard output"),
+    ] {
+        let why = no_terminal(stdin, stdout).expect("refused");
+        assert!(why.contains(says) && why.contains("fp4probe show"), "{why}");
+    }
+}
+
+#[test]
+fn view_without_a_terminal_is_an_error_not_a_panic() {
+    // `output()` pipes standard output and gives the child no standard input.
+    let o = fp4probe(&["view", root().join(BF16).to_str().unwrap()]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{t}");
+    assert!(
+        t.contains("error: fp4probe view is interactive and needs a terminal, but neither standard input nor standard output is a terminal"),
+        "{t}"
+    );
+    assert!(!t.contains("panicked"), "{t}");
+    // A bad map is reported as such, before the terminal is looked at.
+    let o = fp4probe(&["view", "/nonexistent/map.json"]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{t}");
+    assert!(
+        t.contains("/nonexistent/map.json") && !t.contains("terminal"),
+        "{t}"
+    );
 }

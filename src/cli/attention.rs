@@ -1,7 +1,9 @@
 //! `fp4probe attention`: run the fused FP4 attention kernel, validate it against the CPU
 //! references, and benchmark it (CUDA only).
 
+use super::limits::{check_output_file, check_run_bytes};
 use crate::attention::kernel::{AttentionKernel, DeviceQkv, KernelPath, OnTheFly};
+use crate::attention::shape::SUPPORTED_HEAD_DIMS;
 use crate::attention::{
     AttnShape, Comparison, QuantizedQkv, exact_qkv, gaussian, identity_qkv, outlier_k, prequantize,
     reference_f64, reference_quantized,
@@ -12,6 +14,7 @@ use crate::quant::Format;
 use crate::quant::cuda::{InType, QuantKernels, encode_input};
 use anyhow::{Context, Result, bail};
 use clap::ValueEnum;
+use clap::builder::RangedU64ValueParser;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -38,6 +41,10 @@ pub enum Inputs {
 /// miss; --bench times the kernel (median of --repeats CUDA-event-timed launches after warm-up)
 /// over --seqs × --head-dims × causal, writing CSV rows `fp4-prequant-nvfp4` and
 /// `fp4-prequant-mxfp4` (with `-<path>` appended when --path is not the device's default).
+///
+/// The shape options belong to the single validation run, the sweep options to --bench; a
+/// run's memory is bounded (64 GiB, host and device), and every value is checked before a GPU
+/// is opened.
 #[derive(clap::Args, Debug)]
 #[command(after_help = "Examples:
   fp4probe attention --seq-q 77 --seq-k 133 --head-dim 128 --causal --inputs gaussian
@@ -45,49 +52,85 @@ pub enum Inputs {
   fp4probe attention --suite
   fp4probe attention --bench --csv fp4.csv")]
 pub struct Args {
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = at_least_one, conflicts_with_all = MODES)]
     pub batch: usize,
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = 2, value_parser = at_least_one, conflicts_with_all = MODES)]
     pub heads: usize,
-    #[arg(long, default_value_t = 256)]
+    #[arg(long, default_value_t = 256, value_parser = at_least_one, conflicts_with_all = MODES)]
     pub seq_q: usize,
     /// Key/value length (default: seq-q).
-    #[arg(long)]
+    #[arg(long, value_parser = at_least_one, conflicts_with_all = MODES)]
     pub seq_k: Option<usize>,
-    #[arg(long, default_value_t = 128)]
+    /// 64, 128 or 256.
+    #[arg(long, default_value_t = 128, conflicts_with_all = MODES)]
     pub head_dim: usize,
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = MODES)]
     pub causal: bool,
-    #[arg(long, value_enum, default_value_t = Inputs::Gaussian)]
+    #[arg(long, value_enum, default_value_t = Inputs::Gaussian, conflicts_with_all = MODES)]
     pub inputs: Inputs,
     /// FP4 format of Q, K, V: nvfp4 (two-level, blocks of 16) or mxfp4 (floor, blocks of 32).
-    #[arg(long, value_enum, default_value_t = Format::Nvfp4)]
+    #[arg(long, value_enum, default_value_t = Format::Nvfp4, conflicts_with_all = MODES)]
     pub format: Format,
     /// Subtract K's per-channel mean before quantizing (softmax is unchanged by it).
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = MODES)]
     pub smooth_k: bool,
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, conflicts_with_all = MODES)]
     pub seed: u64,
     /// Run the validation suite (exact inputs, the article's six configurations, odd lengths,
     /// Gaussian and outlier accuracy) and fail on any miss.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "bench")]
     pub suite: bool,
     /// Benchmark instead of validating.
     #[arg(long)]
     pub bench: bool,
-    #[arg(long, value_delimiter = ',', default_values_t = [1024usize, 4096, 16384])]
+    /// Sequence lengths for --bench (S = seq-q = seq-k).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_values_t = [1024usize, 4096, 16384],
+        value_parser = at_least_one,
+        requires = "bench",
+        conflicts_with = "suite",
+    )]
     pub seqs: Vec<usize>,
-    #[arg(long, value_delimiter = ',', default_values_t = [64usize, 128])]
+    /// Head dimensions for --bench: 64, 128, 256.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_values_t = [64usize, 128],
+        requires = "bench",
+        conflicts_with = "suite",
+    )]
     pub head_dims: Vec<usize>,
     /// Heads for --bench (batch 1).
-    #[arg(long, default_value_t = 32)]
+    #[arg(
+        long,
+        default_value_t = 32,
+        value_parser = at_least_one,
+        requires = "bench",
+        conflicts_with = "suite",
+    )]
     pub bench_heads: usize,
-    #[arg(long, default_value_t = 20)]
+    /// Timed launches per --bench point (1 to 10000).
+    #[arg(
+        long,
+        default_value_t = 20,
+        value_parser = RangedU64ValueParser::<usize>::new().range(1..=MAX_LAUNCHES),
+        requires = "bench",
+        conflicts_with = "suite",
+    )]
     pub repeats: usize,
-    #[arg(long, default_value_t = 3)]
+    /// Untimed launches before them (0 to 10000).
+    #[arg(
+        long,
+        default_value_t = 3,
+        value_parser = RangedU64ValueParser::<usize>::new().range(0..=MAX_LAUNCHES),
+        requires = "bench",
+        conflicts_with = "suite",
+    )]
     pub warmup: usize,
     /// CSV for --bench: impl,batch,heads,seq,head_dim,causal,ms,tflops.
-    #[arg(long)]
+    #[arg(long, requires = "bench", conflicts_with = "suite")]
     pub csv: Option<PathBuf>,
     /// Which kernel (see the values below): bf16 on sm_90 and later, wgmma on sm_90a
     /// (head_dim 64 and 128), block-scale and block-scale-k32 on sm_120a, their -emulated
@@ -95,6 +138,101 @@ pub struct Args {
     /// --head-dim (for --suite and --bench, for head_dim 128).
     #[arg(long, value_enum)]
     pub path: Option<KernelPath>,
+}
+
+/// The options that pick a mode other than the single validation run, whose shape options
+/// make no sense with them.
+const MODES: [&str; 2] = ["suite", "bench"];
+
+/// Most timed or warm-up launches per point: each timed launch holds a pair of CUDA events
+/// until the point is read back.
+const MAX_LAUNCHES: u64 = 10_000;
+
+/// A count or length of at least 1.
+fn at_least_one(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(format!("{e}")),
+    }
+}
+
+/// Bytes a run of `shape` allocates, host and device, rounded up: per element of Q (and O)
+/// the f32 input, its f64 copy for the reference, the kernel's and both references' outputs
+/// (36 bytes); per element of K and of V (the key axis padded to 32) the f32 input, the
+/// smoothed K or transposed V, the bf16 copies --bench quantizes on the GPU, the f64 copy and
+/// the FP4 codes (40 bytes).
+fn run_bytes(shape: &AttnShape) -> u128 {
+    // Saturating: four usize factors can overflow even u128, and any saturated value is
+    // refused anyway.
+    let kv_padded = (shape.seq_k as u128).next_multiple_of(crate::attention::shape::BLOCK as u128);
+    let per_bhd = (36 * shape.seq_q as u128).saturating_add(2 * 40 * kv_padded);
+    [shape.batch, shape.heads, shape.head_dim]
+        .iter()
+        .fold(per_bhd, |acc, &n| acc.saturating_mul(n as u128))
+}
+
+fn check_head_dim(option: &str, d: usize, path: Option<KernelPath>) -> Result<()> {
+    if !SUPPORTED_HEAD_DIMS.contains(&d) {
+        bail!("{option} {d} is not supported: the kernels are built for head_dim 64, 128 and 256");
+    }
+    if let Some(p) = path {
+        p.check_head_dim(d)?;
+    }
+    Ok(())
+}
+
+/// Every argument checked, before any device is opened (clap has checked ranges and which
+/// options go together).
+fn check_args(a: &Args) -> Result<()> {
+    if a.bench {
+        if let Some(p) = a.path.filter(|p| p.emulated()) {
+            bail!(
+                "--bench times real kernels; --path {} runs a software model of the MMA (use it \
+                 with --suite or a validation run)",
+                p.name()
+            );
+        }
+        for &d in &a.head_dims {
+            check_head_dim("--head-dims", d, a.path)?;
+        }
+        for &seq in &a.seqs {
+            for &d in &a.head_dims {
+                let shape = AttnShape::new(1, a.bench_heads, seq, seq, d, false)?;
+                check_run_bytes(
+                    &format!(
+                        "--bench at --seqs {seq} --head-dims {d} --bench-heads {}",
+                        a.bench_heads
+                    ),
+                    run_bytes(&shape),
+                    "--seqs or --bench-heads",
+                )?;
+            }
+        }
+        if let Some(p) = &a.csv {
+            check_output_file("--csv", p)?;
+        }
+    } else if !a.suite {
+        check_head_dim("--head-dim", a.head_dim, a.path)?;
+        if let Some(p) = a.path {
+            p.check_format(a.format)?;
+        }
+        let shape = AttnShape {
+            batch: a.batch,
+            heads: a.heads,
+            seq_q: a.seq_q,
+            seq_k: a.seq_k.unwrap_or(a.seq_q),
+            head_dim: a.head_dim,
+            causal: a.causal,
+        };
+        check_run_bytes(
+            &format!("the validation run of {shape}"),
+            run_bytes(&shape),
+            "--seq-q, --seq-k, --heads or --batch",
+        )?;
+        shape_of(a)?;
+    }
+    Ok(())
 }
 
 /// Q, K, V for a shape and input kind.
@@ -151,6 +289,7 @@ fn shape_of(a: &Args) -> Result<AttnShape> {
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
+    check_args(&a)?;
     let backend =
         CudaBackend::open().context("fp4probe attention runs the kernel on a CUDA device")?;
     let default_d = if a.suite || a.bench { 128 } else { a.head_dim };
@@ -166,11 +305,6 @@ pub fn run(a: Args) -> Result<ExitCode> {
         backend.info().name
     );
     if a.bench {
-        if path.emulated() {
-            bail!(
-                "--bench times real kernels; block-scale-emulated runs a software model of the MMA (use it with --suite or a validation run)"
-            );
-        }
         return bench(&a, &kernel);
     }
     if a.suite {

@@ -25,6 +25,10 @@ use std::time::Instant;
 /// that ran) executes UNROLL × CHAINS × (tensor instructions of one mma.sync) per iteration;
 /// otherwise it is reported as rejected. Writes <dir>/<variant>.bench.json and merges
 /// <dir>/bench.csv (one row per sweep point; rows of re-run variants are replaced).
+///
+/// Every knob is bounded (see each option): the kernel's body is CHAINS × UNROLL mma.sync that
+/// ptxas assembles, so an unbounded one is a way to exhaust memory and disk, not a measurement.
+/// The bounds leave room above the defaults and every value a real run has used.
 #[derive(clap::Args, Debug)]
 #[command(after_help = "Examples:
   fp4probe bench --variant m16n8k16.f32.bf16.bf16.f32
@@ -35,53 +39,115 @@ pub struct Args {
     #[command(flatten)]
     pub select: VariantArgs,
     /// Output folder (default: reports/sm_XY of the device).
-    #[arg(short, long)]
+    #[arg(short, long, conflicts_with = "sass_only")]
     pub output: Option<PathBuf>,
-    /// Warps per SM to sweep.
-    #[arg(long, value_delimiter = ',', default_values_t = [1u32, 2, 4, 8, 16])]
+    /// Warps per SM to sweep (1 to 64: no SM holds more than 2048 threads).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_values_t = [1u32, 2, 4, 8, 16],
+        value_parser = clap::value_parser!(u32).range(1..=64),
+        conflicts_with = "sass_only",
+    )]
     pub warps: Vec<u32>,
-    /// Independent accumulator chains per warp to sweep.
-    #[arg(long, value_delimiter = ',', default_values_t = [1u32, 2, 4, 8])]
+    /// Independent accumulator chains per warp to sweep (1 to 32; beyond 8 most variants
+    /// already spill registers).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_values_t = [1u32, 2, 4, 8],
+        value_parser = clap::value_parser!(u32).range(1..=32),
+    )]
     pub chains: Vec<u32>,
-    /// Dependent mma.sync per chain per loop iteration.
-    #[arg(long, default_value_t = 8)]
+    /// Dependent mma.sync per chain per loop iteration (1 to 64).
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub unroll: u32,
-    /// Blocks per SM (each of warps/blocks warps).
-    #[arg(long, default_value_t = 1)]
+    /// Blocks per SM, each of warps/blocks warps (1 to 32, the most an SM holds).
+    #[arg(
+        long,
+        default_value_t = 1,
+        value_parser = clap::value_parser!(u32).range(1..=32),
+        conflicts_with = "sass_only",
+    )]
     pub blocks_per_sm: u32,
-    /// Untimed launches before the timed ones.
-    #[arg(long, default_value_t = 2)]
+    /// Untimed launches before the timed ones (0 to 1000).
+    #[arg(
+        long,
+        default_value_t = 2,
+        value_parser = clap::value_parser!(u32).range(0..=1000),
+        conflicts_with = "sass_only",
+    )]
     pub warmup: u32,
-    /// Timed launches per point (figures are their median, min, max).
-    #[arg(long, default_value_t = 5)]
+    /// Timed launches per point, figures are their median, min, max (1 to 1000).
+    #[arg(
+        long,
+        default_value_t = 5,
+        value_parser = clap::value_parser!(u32).range(1..=1000),
+        conflicts_with = "sass_only",
+    )]
     pub runs: u32,
-    /// Calibrate the trip count so one launch takes about this many milliseconds.
-    #[arg(long, default_value_t = 3.0)]
+    /// Calibrate the trip count so one launch takes about this many milliseconds (over 0, at
+    /// most 1000).
+    #[arg(
+        long,
+        default_value_t = 3.0,
+        value_parser = target_ms,
+        allow_negative_numbers = true,
+        conflicts_with = "sass_only",
+    )]
     pub target_ms: f64,
-    /// Keep the GPU busy this long before the first measurement, so clocks have ramped up.
-    #[arg(long, default_value_t = 500.0)]
+    /// Keep the GPU busy this long before the first measurement, so clocks have ramped up
+    /// (0 to 60000 ms).
+    #[arg(
+        long,
+        default_value_t = 500.0,
+        value_parser = preheat_ms,
+        allow_negative_numbers = true,
+        conflicts_with = "sass_only",
+    )]
     pub preheat_ms: f64,
     /// Seed of the input values.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, conflicts_with = "sass_only")]
     pub seed: u64,
-    /// No GPU: only assemble the kernels for TARGET (e.g. sm_90) and check their SASS.
+    /// No GPU: only assemble the kernels for TARGET (e.g. sm_90) and check their SASS (with
+    /// --chains, --unroll, --jobs; the timing options have nothing to time).
     #[arg(long, value_name = "TARGET")]
     pub sass_only: Option<Target>,
-    /// Threads that assemble and disassemble (default: every core).
-    #[arg(long)]
+    /// Threads that assemble and disassemble (default: every core; 1 to 1024).
+    #[arg(long, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1024))]
     pub jobs: Option<usize>,
     /// One line per variant instead of a table.
     #[arg(short, long)]
     pub quiet: bool,
 }
 
+fn millis(s: &str) -> Result<f64, String> {
+    s.trim()
+        .parse()
+        .map_err(|_| format!("{s:?} is not a number of milliseconds"))
+}
+
+fn target_ms(s: &str) -> Result<f64, String> {
+    let x = millis(s)?;
+    // Written so that NaN fails too.
+    if x > 0.0 && x <= 1000.0 {
+        Ok(x)
+    } else {
+        Err(format!("{x} is not over 0 and at most 1000 (milliseconds)"))
+    }
+}
+
+fn preheat_ms(s: &str) -> Result<f64, String> {
+    let x = millis(s)?;
+    if (0.0..=60_000.0).contains(&x) {
+        Ok(x)
+    } else {
+        Err(format!("{x} is not in 0..=60000 (milliseconds)"))
+    }
+}
+
+/// The sweep's settings; clap has bounded every value.
 fn settings(a: &Args) -> Result<Settings> {
-    if a.warps.contains(&0) || a.chains.contains(&0) || a.unroll == 0 || a.blocks_per_sm == 0 {
-        bail!("--warps, --chains, --unroll and --blocks-per-sm must be at least 1");
-    }
-    if a.runs == 0 || a.target_ms.is_nan() || a.target_ms <= 0.0 {
-        bail!("--runs must be at least 1 and --target-ms positive");
-    }
     let dedup = |xs: &[u32]| {
         let mut v = xs.to_vec();
         v.sort_unstable();
@@ -307,6 +373,7 @@ fn one_line(r: &BenchReport) -> String {
 }
 
 fn sass_only(a: &Args, target: Target) -> Result<ExitCode> {
+    let s = settings(a)?;
     let variants = a.select.select()?;
     let tc = Toolchain::offline().ok_or_else(|| {
         anyhow!(
@@ -314,7 +381,6 @@ fn sass_only(a: &Args, target: Target) -> Result<ExitCode> {
             crate::tools::CUDA_BIN_ENV
         )
     })?;
-    let s = settings(a)?;
     let cc = (target.major, target.minor);
     let mut items = Vec::new();
     for v in &variants {

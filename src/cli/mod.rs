@@ -6,6 +6,7 @@ mod catalog;
 mod codegen;
 mod container;
 mod fragment;
+mod limits;
 mod lookup;
 mod numerics;
 mod quant_bench;

@@ -3,12 +3,14 @@
 //! against the CPU reference; and the optimal-scale search's error reduction and speed on a
 //! weights-like tensor.
 
+use super::limits::{check_output_file, check_run_bytes};
 use super::quantize::{compare_bytes, squared_error};
 use crate::device::Backend;
 use crate::device::cuda::{CudaBackend, DeviceBuffer, Timed, Timing};
 use crate::quant::cuda::{DeviceQuant, InType, QuantKernels, encode_input};
 use crate::quant::{self, NvLevels, Quantized, ScaleMode, Spec};
 use anyhow::{Context, Result, bail};
+use clap::builder::RangedU64ValueParser;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -27,17 +29,34 @@ const L2_BYTES: usize = 50 << 20;
 /// second time; `nvfp4-two-level-given-amax` times the quantization pass alone and
 /// `nvfp4-tensor-amax` the amax pass alone (bytes: the input). Then the windowed scale search
 /// on a heavy-tailed weights-like tensor: squared-error reduction and time.
+///
+/// Every value is checked before a GPU is opened; a size whose run would allocate more than
+/// 64 GiB (host and device) is refused.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Sizes ROWSxCOLS.
-    #[arg(long, value_delimiter = ',', default_values_t = ["1024x1024".to_string(), "4096x8192".to_string(), "8192x8192".to_string()])]
+    /// Sizes ROWSxCOLS (COLS a multiple of 32, the MXFP4 block).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_values_t = ["1024x1024".to_string(), "4096x8192".to_string(), "8192x8192".to_string()],
+    )]
     pub sizes: Vec<String>,
     /// Input types: f32, bf16, f16.
     #[arg(long, value_delimiter = ',', default_values_t = ["f32".to_string(), "bf16".to_string()])]
     pub dtypes: Vec<String>,
-    #[arg(long, default_value_t = 50)]
+    /// Timed runs per row (1 to 10000).
+    #[arg(
+        long,
+        default_value_t = 50,
+        value_parser = RangedU64ValueParser::<usize>::new().range(1..=MAX_RUNS),
+    )]
     pub repeats: usize,
-    #[arg(long, default_value_t = 5)]
+    /// Untimed runs before them (0 to 10000).
+    #[arg(
+        long,
+        default_value_t = 5,
+        value_parser = RangedU64ValueParser::<usize>::new().range(0..=MAX_RUNS),
+    )]
     pub warmup: usize,
     /// Throughput rows (impl,format,input_dtype,rows,cols,ms_median,ms_min,ms_max,bytes,gb_per_s,l2_resident).
     #[arg(long)]
@@ -57,14 +76,32 @@ pub struct Args {
     pub timing: Timed,
 }
 
-fn parse_size(s: &str) -> Result<(usize, usize)> {
-    let (r, c) = s
-        .split_once('x')
-        .with_context(|| format!("size {s:?}: expected ROWSxCOLS"))?;
-    Ok((
-        r.parse().with_context(|| format!("size {s:?}"))?,
-        c.parse().with_context(|| format!("size {s:?}"))?,
-    ))
+/// Most timed or warm-up runs per row: each queued timed run holds a pair of CUDA events until
+/// the row is read back.
+const MAX_RUNS: u64 = 10_000;
+
+/// Every format the bench runs blocks the last axis in 32s (MXFP4; NVFP4's 16 divides it).
+const COLS_MULTIPLE: usize = 32;
+
+/// ROWSxCOLS, both at least 1 and COLS a multiple of 32; errors name `option`.
+fn parse_size(option: &str, s: &str) -> Result<(usize, usize)> {
+    let bad = || format!("{option} {s}: expected ROWSxCOLS, e.g. 4096x8192");
+    let (r, c) = s.split_once('x').with_context(bad)?;
+    let (r, c): (usize, usize) = (
+        r.trim().parse().with_context(bad)?,
+        c.trim().parse().with_context(bad)?,
+    );
+    if r == 0 || c == 0 {
+        bail!("{option} {s}: rows and columns must be at least 1");
+    }
+    if c % COLS_MULTIPLE != 0 {
+        bail!(
+            "{option} {s}: {c} columns are not a multiple of {COLS_MULTIPLE} (the MXFP4 block \
+             the quantizers run in); use {}",
+            c.next_multiple_of(COLS_MULTIPLE)
+        );
+    }
+    Ok((r, c))
 }
 
 fn parse_type(s: &str) -> Result<InType> {
@@ -72,8 +109,70 @@ fn parse_type(s: &str) -> Result<InType> {
         "f32" => InType::F32,
         "bf16" => InType::Bf16,
         "f16" => InType::F16,
-        _ => bail!("input type {s:?}: expected f32, bf16 or f16"),
+        _ => bail!("--dtypes {s:?}: expected f32, bf16 or f16"),
     })
+}
+
+/// Packed FP4 codes and scales per element, rounded up (half a byte of codes, a scale per 16).
+const FP4_BYTES_PER_ELEM: f64 = 0.5 + 1.0 / 16.0;
+
+/// Bytes one throughput row of `rows × cols` in `in_type` allocates, host and device: on the
+/// host the generated f32 input, its encoding, the values widened back, the GPU's and the CPU
+/// reference's FP4 output; on the device the input, the copy's destination and the output.
+fn throughput_bytes(rows: usize, cols: usize, in_type: InType) -> u128 {
+    let t = in_type.size() as f64;
+    let per_elem = (4.0 + t + 4.0 + 2.0 * FP4_BYTES_PER_ELEM) + (2.0 * t + FP4_BYTES_PER_ELEM);
+    (rows as u128 * cols as u128) * per_elem.ceil() as u128
+}
+
+/// Bytes the search rows of `rows × cols` allocate: the f32 weights, per input type their
+/// encoding and widened values, three FP4 outputs (naive, searched, CPU reference), and on the
+/// device the input and one output.
+fn search_bytes(rows: usize, cols: usize) -> u128 {
+    let per_elem = 4.0 + 4.0 + 4.0 + 3.0 * FP4_BYTES_PER_ELEM + 4.0 + FP4_BYTES_PER_ELEM;
+    (rows as u128 * cols as u128) * per_elem.ceil() as u128
+}
+
+/// Every argument checked, before any device is opened.
+fn check_args(a: &Args) -> Result<()> {
+    if a.sizes.is_empty() || a.dtypes.is_empty() {
+        bail!("--sizes and --dtypes need at least one value each");
+    }
+    let types = a
+        .dtypes
+        .iter()
+        .map(|d| parse_type(d))
+        .collect::<Result<Vec<_>>>()?;
+    for size in &a.sizes {
+        let (r, c) = parse_size("--sizes", size)?;
+        for &t in &types {
+            check_run_bytes(
+                &format!("--sizes {size} with {} input", t.name()),
+                throughput_bytes(r, c, t),
+                "--sizes",
+            )?;
+        }
+    }
+    let (r, c) = parse_size("--search-size", &a.search_size)?;
+    check_run_bytes(
+        &format!("--search-size {}", a.search_size),
+        search_bytes(r, c),
+        "--search-size",
+    )?;
+    for (option, path) in [("--csv", &a.csv), ("--search-csv", &a.search_csv)] {
+        if let Some(p) = path {
+            check_output_file(option, p)?;
+        }
+    }
+    if let (Some(p), Some(q)) = (&a.csv, &a.search_csv)
+        && p == q
+    {
+        bail!(
+            "--csv and --search-csv name the same file ({}); each needs its own",
+            p.display()
+        );
+    }
+    Ok(())
 }
 
 /// Gaussian rows scaled by 2^k, k in -8..8: many different block scales.
@@ -164,6 +263,7 @@ fn run_one(k: &QuantKernels, spec: &Spec, buf: &DeviceQuant, shape: &[usize]) ->
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
+    check_args(&a)?;
     let backend = CudaBackend::open().context("quant-bench needs a CUDA device")?;
     let kernels = QuantKernels::load(&backend)?;
     let (cc, drv) = (backend.compute_capability(), backend.driver_version());
@@ -179,7 +279,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
     for dt in &a.dtypes {
         let in_type = parse_type(dt)?;
         for size in &a.sizes {
-            let (r, c) = parse_size(size)?;
+            let (r, c) = parse_size("--sizes", size)?;
             let (bytes, x) =
                 encode_input(&bench_input(r, c, 1 + r as u64 * 31 + c as u64), in_type);
             let copy_dst = DeviceBuffer::zeroed(&backend, bytes.len(), "copy destination")?;
@@ -302,7 +402,7 @@ fn table(rows: &[Row]) -> String {
 /// CSV of the search's gain and cost on a weights-like tensor, naive and searched kernels
 /// timed side by side, the searched bytes checked against the CPU reference.
 fn search_rows(a: &Args, backend: &CudaBackend, kernels: &QuantKernels) -> Result<String> {
-    let (r, c) = parse_size(&a.search_size)?;
+    let (r, c) = parse_size("--search-size", &a.search_size)?;
     let x = weights_like(r, c, 2026);
     let mut out = String::from(
         "format,input_dtype,rows,cols,sse_naive,sse_search,reduction_pct,blocks_changed_pct,ms_naive,ms_search,gb_per_s_search\n",

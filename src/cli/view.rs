@@ -7,6 +7,15 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(clap::Args, Debug)]
+#[command(after_help = "Keys (? in the viewer lists them too):
+  arrows / h j k l   move the cursor; the status line names the element under it and its slot,
+                     e.g. `A slot lane 5 r0.e1 -> (row 1, col 3)`
+  Tab / Shift-Tab    next / previous tab; a b c D jump to A B C D, s to the scales
+  0-31 then Enter    light up the cells of that lane; Enter alone clears
+  d                  diff against --diff (default: the documented layout)
+  q, Esc, Ctrl-C     quit
+
+Needs a terminal on standard input and output; `fp4probe show MAP` prints a map as text.")]
 pub struct Args {
     /// A lane map JSON file (e.g. reports/sm_90/m16n8k16.f32.bf16.bf16.f32.json).
     pub map: PathBuf,
@@ -53,6 +62,7 @@ pub fn app(args: &Args) -> Result<App> {
     App::new(map, diff, scale)
 }
 
+/// The map files are read (and any error in them reported) before the terminal is checked.
 pub fn run_cmd(args: Args) -> Result<ExitCode> {
     run(app(&args)?)?;
     Ok(ExitCode::SUCCESS)

@@ -3,7 +3,8 @@
 //! variants, and a diff mode against another map or the documented layout.
 //!
 //! `App` holds the state and handles keys; `draw` renders it. Both are pure so that tests drive
-//! them through ratatui's `TestBackend`; `run` connects them to the real terminal.
+//! them through ratatui's `TestBackend`; `run` connects them to the real terminal, and refuses
+//! (an error, not a panic) when there is no terminal to connect to.
 
 mod scale;
 
@@ -11,7 +12,7 @@ use crate::isa::{Operand, Variant};
 use crate::layout::documented::documented;
 use crate::layout::{Coord, LaneMap, Layout, SlotSpace};
 use ratatui::Frame;
-use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind};
+use ratatui::crossterm::event::{self, Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use ratatui::layout::{Constraint, Layout as Split, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -117,7 +118,23 @@ impl App {
             })
     }
 
+    /// A key press from the terminal: Ctrl-C quits (in raw mode it arrives as a key, not as a
+    /// signal, and would otherwise read as `c`, the C tab); everything else goes to
+    /// [`App::handle_key`].
+    pub fn handle_event(&mut self, key: KeyEvent) {
+        if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c') {
+            self.quit = true;
+            return;
+        }
+        self.handle_key(key.code);
+    }
+
     pub fn handle_key(&mut self, key: KeyCode) {
+        // The quit keys work everywhere, the help overlay included.
+        if matches!(key, KeyCode::Char('q') | KeyCode::Esc) {
+            self.quit = true;
+            return;
+        }
         if self.help {
             self.help = false;
             return;
@@ -125,7 +142,6 @@ impl App {
         let tabs = self.tabs();
         let pos = tabs.iter().position(|t| *t == self.tab).unwrap_or(0);
         match key {
-            KeyCode::Char('q') => self.quit = true,
             KeyCode::Char('?') => self.help = true,
             KeyCode::Tab => self.tab = tabs[(pos + 1) % tabs.len()],
             KeyCode::BackTab => self.tab = tabs[(pos + tabs.len() - 1) % tabs.len()],
@@ -141,12 +157,12 @@ impl App {
             }
             KeyCode::Char('d') => self.diff_on = !self.diff_on,
             KeyCode::Char(c) if c.is_ascii_digit() && self.typing.len() < 2 => self.typing.push(c),
+            KeyCode::Backspace => {
+                self.typing.pop();
+            }
+            // Enter with no digits typed parses to nothing: it clears the highlight.
             KeyCode::Enter => {
                 self.highlight = self.typing.parse().ok().filter(|&l: &u32| l < 32);
-                self.typing.clear();
-            }
-            KeyCode::Esc => {
-                self.highlight = None;
                 self.typing.clear();
             }
             KeyCode::Left | KeyCode::Char('h') => self.step(0, -1),
@@ -187,7 +203,9 @@ pub fn draw(f: &mut Frame, app: &mut App) {
         Constraint::Length(1),
         Constraint::Length(1),
         Constraint::Min(3),
-        Constraint::Length(1),
+        // The cursor's slot, then the lane highlight and diff summary: one line of 80 columns
+        // holds either, not both.
+        Constraint::Length(2),
         Constraint::Length(1),
     ])
     .areas(area);
@@ -244,30 +262,35 @@ pub fn draw(f: &mut Frame, app: &mut App) {
             draw_grid(f, app, i, body);
             let (r, c) = app.cursor[i];
             let here = app.slot_at(&app.layout, op, r, c);
-            let mut s = match here {
-                Some((l, reg, e)) => format!("({r},{c}) = lane {l} reg {reg} elem {e}"),
-                None => format!("({r},{c}) = no slot"),
+            let mut cursor = match here {
+                Some(slot) => format!(
+                    "{} slot {} -> (row {r}, col {c})",
+                    op.name(),
+                    slot_name(slot)
+                ),
+                None => format!("{} (row {r}, col {c}): no slot", op.name()),
             };
+            let mut state = Vec::new();
             if let Some(l) = app.highlight {
-                s += &format!(" | lane {l} lit");
+                state.push(format!("lane {l} lit"));
             }
             if !app.typing.is_empty() {
-                s += &format!(" | lane? {}_", app.typing);
+                state.push(format!("lane? {}_", app.typing));
             }
             if app.diff_on {
                 let n = diff_count(app, op);
-                s += &format!(" | diff vs {}: {n} differ", app.diff.name);
+                state.push(format!("diff vs {}: {n} differ", app.diff.name));
                 if let Some(other) = app
                     .slot_at(&app.diff.layout, op, r, c)
                     .filter(|o| Some(*o) != here)
                 {
-                    s += &format!(
-                        " (there: lane {} reg {} elem {})",
-                        other.0, other.1, other.2
-                    );
+                    cursor += &format!(" ({}: {})", app.diff.name, slot_name(other));
                 }
             }
-            f.render_widget(Paragraph::new(s), status);
+            f.render_widget(
+                Paragraph::new(vec![Line::from(cursor), Line::from(state.join(" | "))]),
+                status,
+            );
         }
         None => {
             f.render_widget(
@@ -279,13 +302,20 @@ pub fn draw(f: &mut Frame, app: &mut App) {
         }
     }
     f.render_widget(
-        Paragraph::new("arrows/hjkl move  Tab a b c D s tab  0-31+Enter lane  Esc clear  d diff  ? help  q quit")
-            .style(Style::new().fg(Color::DarkGray)),
+        Paragraph::new(
+            "arrows/hjkl move  Tab a b c D s tab  0-31+Enter lane  d diff  ? help  q/Esc quit",
+        )
+        .style(Style::new().fg(Color::DarkGray)),
         help,
     );
     if app.help {
         draw_help(f, area);
     }
+}
+
+/// A slot as the status line names it: `lane 5 r0.e1` is element 1 of register 0 of lane 5.
+fn slot_name((lane, reg, elem): (u32, u32, u32)) -> String {
+    format!("lane {lane} r{reg}.e{elem}")
 }
 
 fn diff_count(app: &App, op: Operand) -> usize {
@@ -392,14 +422,19 @@ fn draw_help(f: &mut Frame, area: Rect) {
     let text = vec![
         Line::from(" fp4probe view: keys "),
         Line::from(""),
-        Line::from(" arrows / h j k l   move the cursor (the status line names its slot)"),
+        Line::from(" arrows / h j k l   move the cursor; the status line names the element"),
+        Line::from("                    under it: A slot lane 5 r0.e1 -> (row 1, col 3) is"),
+        Line::from("                    element 1 of register 0 of lane 5, at row 1, col 3"),
         Line::from(" Tab / Shift-Tab    next / previous tab; a b c D jump to A B C D, s scales"),
-        Line::from(" 0-31 then Enter    light up every cell held by that lane; Esc clears"),
+        Line::from(" 0-31 then Enter    light up every cell held by that lane"),
+        Line::from(" Enter              (no digits typed) clear the highlight"),
+        Line::from(" Backspace          delete a typed digit"),
         Line::from(" d                  diff mode: cells whose slot differs from the other map"),
-        Line::from(" q                  quit"),
+        Line::from(" ?                  this help"),
+        Line::from(" q, Esc, Ctrl-C     quit"),
         Line::from(""),
         Line::from(" Cells show the lane that holds the element, coloured by lane."),
-        Line::from(" any key closes this help"),
+        Line::from(" any other key closes this help"),
     ];
     let w = 76.min(area.width);
     let h = (text.len() as u16 + 2).min(area.height);
@@ -416,16 +451,45 @@ fn draw_help(f: &mut Frame, area: Rect) {
     );
 }
 
-/// Run the viewer on the real terminal until `q`.
+/// Why the viewer cannot run here: it draws on standard output and reads keys from standard
+/// input, so both must be a terminal. `None` when both are.
+pub fn no_terminal(stdin_is_tty: bool, stdout_is_tty: bool) -> Option<String> {
+    let which = match (stdin_is_tty, stdout_is_tty) {
+        (true, true) => return None,
+        (true, false) => "standard output is not a terminal",
+        (false, true) => "standard input is not a terminal",
+        (false, false) => "neither standard input nor standard output is a terminal",
+    };
+    Some(format!(
+        "fp4probe view is interactive and needs a terminal, but {which} (redirected, piped or \
+         run without one); `fp4probe show MAP` prints the map as text"
+    ))
+}
+
+/// Run the viewer on the real terminal until a quit key (q, Esc, Ctrl-C).
 pub fn run(mut app: App) -> anyhow::Result<()> {
-    let mut terminal = ratatui::init();
+    use std::io::IsTerminal;
+    if let Some(why) = no_terminal(
+        std::io::stdin().is_terminal(),
+        std::io::stdout().is_terminal(),
+    ) {
+        anyhow::bail!(why);
+    }
+    let mut terminal = match ratatui::try_init() {
+        Ok(t) => t,
+        Err(e) => {
+            // Raw mode may be on already when entering the alternate screen failed.
+            let _ = ratatui::try_restore();
+            anyhow::bail!("fp4probe view cannot initialise the terminal: {e}");
+        }
+    };
     let result = (|| -> anyhow::Result<()> {
         while !app.quit {
             terminal.draw(|f| draw(f, &mut app))?;
             if let Event::Key(k) = event::read()?
                 && k.kind == KeyEventKind::Press
             {
-                app.handle_key(k.code);
+                app.handle_event(k);
             }
         }
         Ok(())

@@ -9,8 +9,8 @@ OUT=${OUT:-/tmp/fp4probe-out}
 mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv
 echo "== GPU tests, one CTA per tile and a grid of 2 CTAs per SM looping over tiles"
-FP4PROBE_GPU=1 $B/gpu_quant --include-ignored --test-threads 1 2>&1 | grep -E "test result|FAIL|panick"
-FP4PROBE_QUANT_CTAS_PER_SM=2 FP4PROBE_GPU=1 $B/gpu_quant --include-ignored --test-threads 1 2>&1 | grep -E "test result|FAIL|panick"
+$B/gpu_quant --ignored --test-threads 1 2>&1 | grep -E "test result|FAIL|panick"
+FP4PROBE_QUANT_CTAS_PER_SM=2 $B/gpu_quant --ignored --test-threads 1 2>&1 | grep -E "test result|FAIL|panick"
 bench() {  # name, then quant-bench options; env set by the caller
   echo "== $1"
   local name=$1; shift

@@ -16,7 +16,7 @@ mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv
 if [ "$PART" = 1 ] || [ "$PART" = all ]; then
   echo "== GPU tests: kernels against the independent vectors and the CPU reference"
-  FP4PROBE_GPU=1 $B/gpu_quant --include-ignored --test-threads 1 --nocapture 2>&1 | tail -8
+  $B/gpu_quant --ignored --test-threads 1 --nocapture 2>&1 | tail -8
   echo "== fp4probe quant-bench"
   $B/fp4probe quant-bench --csv "$OUT/fp4probe.csv" --search-csv "$OUT/quant-search.csv" 2>"$OUT/quant-bench.log"; echo "rc=$?"
   tail -5 "$OUT/quant-bench.log"
