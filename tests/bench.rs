@@ -23,6 +23,7 @@ use fp4probe::provenance::Provenance;
 use fp4probe::tools;
 
 mod common;
+use fp4probe::outfile::Outputs;
 
 /// The toolchain the offline tests use; panics under CI when there is none.
 fn toolchain(need_disassembler: bool) -> Option<Toolchain> {
@@ -510,17 +511,18 @@ fn csv_rows_and_merge() {
     );
 
     let dir = common::tmpdir("bench", "csv");
-    let (path, replaced) = bench::merge_csv(&dir, std::slice::from_ref(&r)).unwrap();
+    let (path, replaced) =
+        bench::merge_csv(&dir, std::slice::from_ref(&r), &Outputs::new(false)).unwrap();
     assert!(!replaced);
     let other = {
         let mut o = r.clone();
         o.variant = "m16n8k8.f32.bf16.bf16.f32".into();
         o
     };
-    bench::merge_csv(&dir, std::slice::from_ref(&other)).unwrap();
+    bench::merge_csv(&dir, std::slice::from_ref(&other), &Outputs::new(false)).unwrap();
     // Re-running the first variant replaces its rows and keeps the other's.
     r.points.truncate(1);
-    bench::merge_csv(&dir, std::slice::from_ref(&r)).unwrap();
+    bench::merge_csv(&dir, std::slice::from_ref(&r), &Outputs::new(false)).unwrap();
     let text = std::fs::read_to_string(&path).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(

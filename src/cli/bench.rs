@@ -38,9 +38,14 @@ use std::time::Instant;
 pub struct Args {
     #[command(flatten)]
     pub select: VariantArgs,
-    /// Output folder (default: reports/sm_XY of the device).
+    /// Output folder (default: results/sm_XY of the device; the committed figures in reports/
+    /// are written only when named here).
     #[arg(short, long, conflicts_with = "sass_only")]
     pub output: Option<PathBuf>,
+    /// Write through a symbolic link, FIFO or device given as output and replace read-only or
+    /// foreign files there (a bench.csv with another header, say).
+    #[arg(long)]
+    pub force: bool,
     /// Warps per SM to sweep (1 to 64: no SM holds more than 2048 threads).
     #[arg(
         long,
@@ -464,8 +469,14 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let out_dir = a
         .output
         .clone()
-        .unwrap_or_else(|| PathBuf::from(format!("reports/sm_{}{}", cc.0, cc.1)));
+        .unwrap_or_else(|| PathBuf::from(format!("results/sm_{}{}", cc.0, cc.1)));
 
+    let outputs = crate::outfile::Outputs::new(a.force);
+    // A foreign bench.csv is refused before anything is timed.
+    outputs.check(
+        &out_dir.join("bench.csv"),
+        crate::outfile::Ours::marked(&bench::CSV_HEADER.join(",")),
+    )?;
     let tc = Toolchain::for_device();
     match &tc {
         None => eprintln!(
@@ -534,8 +545,8 @@ pub fn run(a: Args) -> Result<ExitCode> {
                 continue;
             }
         };
-        let json = report.write_json(&out_dir)?;
-        let (csv, replaced) = bench::merge_csv(&out_dir, std::slice::from_ref(&report))?;
+        let json = report.write_json(&out_dir, &outputs)?;
+        let (csv, replaced) = bench::merge_csv(&out_dir, std::slice::from_ref(&report), &outputs)?;
         if replaced {
             eprintln!("warning: {} had another header; replaced it", csv.display());
         }

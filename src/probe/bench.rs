@@ -1500,32 +1500,40 @@ impl BenchReport {
             .collect()
     }
 
-    /// Write `<dir>/<stem>.bench.json`.
-    pub fn write_json(&self, dir: &Path) -> Result<PathBuf> {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-        let path = dir.join(format!("{}.bench.json", self.file_stem()));
-        let text = serde_json::to_string_pretty(self)?;
-        std::fs::write(&path, text + "\n")
-            .with_context(|| format!("cannot write {}", path.display()))?;
-        Ok(path)
+    /// Write `<dir>/<stem>.bench.json` as `out` allows (a bench runs on hardware only).
+    pub fn write_json(&self, dir: &Path, out: &crate::outfile::Outputs) -> Result<PathBuf> {
+        out.write_result(
+            dir,
+            &format!("{}.bench", self.file_stem()),
+            &(serde_json::to_string_pretty(self)? + "\n"),
+            None,
+            false,
+        )
     }
 }
 
 /// Merge rows into `<dir>/bench.csv`: rows of the variants in `reports` replace any earlier
-/// rows of those variants; rows of other variants stay, in their order. A file with another
-/// header is replaced (and the caller told so through the returned flag).
-pub fn merge_csv(dir: &Path, reports: &[BenchReport]) -> Result<(PathBuf, bool)> {
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+/// rows of those variants; rows of other variants stay, in their order. A file there with another
+/// header is not fp4probe's bench table: it is refused, or replaced when `out` is forced (the
+/// returned flag says so).
+pub fn merge_csv(
+    dir: &Path,
+    reports: &[BenchReport],
+    out: &crate::outfile::Outputs,
+) -> Result<(PathBuf, bool)> {
     let path = dir.join("bench.csv");
+    let header = CSV_HEADER.join(",");
+    let ours = crate::outfile::Ours::marked(&header);
+    out.check(&path, ours)?;
     let fresh: std::collections::BTreeSet<&str> =
         reports.iter().map(|r| r.variant.as_str()).collect();
     let mut rows: Vec<Vec<String>> = Vec::new();
     let mut replaced_foreign = false;
-    if path.exists() {
+    if path.is_file() {
         let mut rd = csv::Reader::from_path(&path)
             .with_context(|| format!("cannot read {}", path.display()))?;
-        let header: Vec<String> = rd.headers()?.iter().map(str::to_string).collect();
-        if header == CSV_HEADER {
+        let found: Vec<String> = rd.headers()?.iter().map(str::to_string).collect();
+        if found == CSV_HEADER {
             for rec in rd.records() {
                 let rec = rec.with_context(|| format!("reading {}", path.display()))?;
                 if !fresh.contains(rec.get(0).unwrap_or("")) {
@@ -1539,13 +1547,13 @@ pub fn merge_csv(dir: &Path, reports: &[BenchReport]) -> Result<(PathBuf, bool)>
     for r in reports {
         rows.extend(r.csv_rows().into_iter().map(|row| row.to_vec()));
     }
-    let mut w = csv::Writer::from_path(&path)
-        .with_context(|| format!("cannot write {}", path.display()))?;
+    let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record(CSV_HEADER)?;
     for row in rows {
         w.write_record(row)?;
     }
-    w.flush()?;
+    out.create_dir(dir)?;
+    out.write(&path, w.into_inner()?, ours)?;
     Ok((path, replaced_foreign))
 }
 
