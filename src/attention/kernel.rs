@@ -382,8 +382,8 @@ const SLOW_COMPILE: std::time::Duration = std::time::Duration::from_secs(2);
 /// H100 machine (NVRTC 13.0), the first run of a fresh machine with one wgmma variant took
 /// 21.6 s and the runs after it 0.8–1.2 s: NVRTC 12.9 and later keep what they compiled in the
 /// CUDA compute cache (~/.nv/ComputeCache; a run with an added macro the source does not use
-/// still found it there). Session 8 took such first compiles, under 12 s timeouts, for a hang
-/// of the kernel.
+/// still found it there). Under a short timeout such a first compile looks like a hang of the
+/// kernel.
 fn report_slow_compile(variant: Variant, arch: &str, took: std::time::Duration) {
     if took < SLOW_COMPILE {
         return;
