@@ -2,6 +2,7 @@
 //! instruction pasted as written, and the slot ↔ element look-up.
 
 mod common;
+use common::text;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -18,14 +19,6 @@ fn fp4probe_in(dir: &Path, args: &[&str]) -> Output {
 
 fn fp4probe(args: &[&str]) -> Output {
     fp4probe_in(Path::new(ROOT), args)
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 fn git(args: &[&str]) -> String {

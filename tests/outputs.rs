@@ -2,6 +2,7 @@
 //! the exit code, the message and that every file it pointed at is unchanged.
 
 mod common;
+use common::text;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -27,14 +28,6 @@ fn fp4probe(args: &[&str]) -> Output {
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .expect("binary runs")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 /// Exit code 2 and a message that contains `want`.
