@@ -269,3 +269,20 @@ fn codegen_never_writes_over_a_map_it_reads() {
         assert_eq!(std::fs::read_dir(&s.0).unwrap().count(), 0);
     }
 }
+
+#[test]
+fn benchmark_csvs_never_replace_a_file_they_did_not_write() {
+    let s = Scratch::new("csv");
+    let mine = s.join("mine.csv");
+    std::fs::write(&mine, "my,own,table\n").unwrap();
+    let p = mine.to_str().unwrap();
+    for args in [
+        &["attention", "--bench", "--csv", p][..],
+        &["quant-bench", "--csv", p][..],
+        &["quant-bench", "--search-csv", p][..],
+    ] {
+        // Refused before any device is opened: the message is the file's, not the GPU's.
+        refused(&fp4probe(args), "was not written by fp4probe");
+        assert_eq!(std::fs::read_to_string(&mine).unwrap(), "my,own,table\n");
+    }
+}

@@ -2,6 +2,10 @@
 //! references, and benchmark it (CUDA only).
 
 use super::limits::{check_output_file, check_run_bytes};
+use crate::outfile::{Ours, Outputs};
+
+/// The header of `--csv`, by which an existing file of this kind is recognised.
+const CSV_HEADER: &str = "impl,batch,heads,seq,head_dim,causal,ms,tflops";
 use crate::attention::kernel::{AttentionKernel, DeviceQkv, KernelPath, OnTheFly};
 use crate::attention::shape::SUPPORTED_HEAD_DIMS;
 use crate::attention::{
@@ -132,6 +136,10 @@ pub struct Args {
     /// CSV for --bench: impl,batch,heads,seq,head_dim,causal,ms,tflops.
     #[arg(long, requires = "bench", conflicts_with = "suite")]
     pub csv: Option<PathBuf>,
+    /// Write through a symbolic link, FIFO or device given as output and replace read-only or
+    /// foreign files there.
+    #[arg(long)]
+    pub force: bool,
     /// Which kernel (see the values below): bf16 on sm_90 and later, wgmma on sm_90a
     /// (head_dim 64 and 128), block-scale and block-scale-k32 on sm_120a, their -emulated
     /// forms on any sm_90+ GPU (validation only). Default: the fastest this device runs for
@@ -210,7 +218,7 @@ fn check_args(a: &Args) -> Result<()> {
             }
         }
         if let Some(p) = &a.csv {
-            check_output_file("--csv", p)?;
+            check_output_file("--csv", p, &Outputs::new(a.force), CSV_HEADER)?;
         }
     } else if !a.suite {
         check_head_dim("--head-dim", a.head_dim, a.path)?;
@@ -575,7 +583,7 @@ fn time_work(
 }
 
 fn bench(a: &Args, kernel: &AttentionKernel) -> Result<ExitCode> {
-    let mut csv = String::from("impl,batch,heads,seq,head_dim,causal,ms,tflops\n");
+    let mut csv = format!("{CSV_HEADER}\n");
     let major = kernel.backend().compute_capability().0;
     for &d in &a.head_dims {
         kernel.path().check_head_dim(d)?;
@@ -660,7 +668,7 @@ fn bench(a: &Args, kernel: &AttentionKernel) -> Result<ExitCode> {
     }
     print!("{csv}");
     if let Some(p) = &a.csv {
-        std::fs::write(p, &csv).with_context(|| format!("writing {}", p.display()))?;
+        Outputs::new(a.force).write(p, &csv, Ours::marked(CSV_HEADER))?;
     }
     Ok(ExitCode::SUCCESS)
 }

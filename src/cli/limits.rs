@@ -2,7 +2,8 @@
 //! is reported as such, naming its option, and not as the missing GPU (or a failed
 //! allocation) it would otherwise meet first.
 
-use anyhow::{Result, bail};
+use crate::outfile::{Ours, Outputs};
+use anyhow::{Context, Result, bail};
 use std::path::Path;
 
 /// The most memory (host and device together) one run of `attention` or `quant-bench` may
@@ -36,9 +37,10 @@ pub fn check_run_bytes(what: &str, bytes: u128, reduce: &str) -> Result<()> {
     Ok(())
 }
 
-/// An output file given to `option` can be written once the run is over: it is not a folder
-/// and its folder exists. Checked up front so a long GPU run does not end in a failed write.
-pub fn check_output_file(option: &str, path: &Path) -> Result<()> {
+/// An output file given to `option` can be written once the run is over: it is not a folder, its
+/// folder exists, and `out` allows replacing what is there (a CSV of this kind, recognised by
+/// its `header`). Checked up front so a long GPU run does not end in a refused write.
+pub fn check_output_file(option: &str, path: &Path, out: &Outputs, header: &str) -> Result<()> {
     if path.as_os_str().is_empty() {
         bail!("{option}: the path is empty; name a file");
     }
@@ -56,7 +58,8 @@ pub fn check_output_file(option: &str, path: &Path) -> Result<()> {
             folder.display()
         );
     }
-    Ok(())
+    out.check(path, Ours::marked(header))
+        .with_context(|| format!("{option} {}", path.display()))
 }
 
 #[cfg(test)]
@@ -79,14 +82,23 @@ mod tests {
 
     #[test]
     fn output_files() {
-        assert!(check_output_file("--csv", Path::new("out.csv")).is_ok());
-        let e = check_output_file("--csv", Path::new("/nonexistent-fp4probe/x.csv")).unwrap_err();
+        assert!(
+            check_output_file("--csv", Path::new("out.csv"), &Outputs::new(false), "a,b").is_ok()
+        );
+        let e = check_output_file(
+            "--csv",
+            Path::new("/nonexistent-fp4probe/x.csv"),
+            &Outputs::new(false),
+            "a,b",
+        )
+        .unwrap_err();
         assert_eq!(
             e.to_string(),
             "--csv /nonexistent-fp4probe/x.csv: the folder /nonexistent-fp4probe does not exist"
         );
-        let e = check_output_file("--csv", Path::new("/")).unwrap_err();
+        let e =
+            check_output_file("--csv", Path::new("/"), &Outputs::new(false), "a,b").unwrap_err();
         assert!(e.to_string().contains("is a folder"), "{e}");
-        assert!(check_output_file("--csv", Path::new("")).is_err());
+        assert!(check_output_file("--csv", Path::new(""), &Outputs::new(false), "a,b").is_err());
     }
 }

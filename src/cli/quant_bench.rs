@@ -4,6 +4,13 @@
 //! weights-like tensor.
 
 use super::limits::{check_output_file, check_run_bytes};
+use crate::outfile::{Ours, Outputs};
+
+/// The headers of `--csv` and `--search-csv`, by which existing files of each kind are
+/// recognised.
+const CSV_HEADER: &str =
+    "impl,format,input_dtype,rows,cols,ms_median,ms_min,ms_max,bytes,gb_per_s,l2_resident";
+const SEARCH_CSV_HEADER: &str = "format,input_dtype,rows,cols,sse_naive,sse_search,reduction_pct,blocks_changed_pct,ms_naive,ms_search,gb_per_s_search";
 use super::quantize::{compare_bytes, squared_error};
 use crate::device::Backend;
 use crate::device::cuda::{CudaBackend, DeviceBuffer, Timed, Timing};
@@ -64,6 +71,10 @@ pub struct Args {
     /// Search rows (format,input_dtype,rows,cols,sse_naive,sse_search,reduction_pct,...).
     #[arg(long)]
     pub search_csv: Option<PathBuf>,
+    /// Write through a symbolic link, FIFO or device given as output and replace read-only or
+    /// foreign files there.
+    #[arg(long)]
+    pub force: bool,
     /// Size of the weights-like tensor for the search.
     #[arg(long, default_value = "4096x4096")]
     pub search_size: String,
@@ -159,9 +170,13 @@ fn check_args(a: &Args) -> Result<()> {
         search_bytes(r, c),
         "--search-size",
     )?;
-    for (option, path) in [("--csv", &a.csv), ("--search-csv", &a.search_csv)] {
+    let out = Outputs::new(a.force);
+    for (option, path, header) in [
+        ("--csv", &a.csv, CSV_HEADER),
+        ("--search-csv", &a.search_csv, SEARCH_CSV_HEADER),
+    ] {
         if let Some(p) = path {
-            check_output_file(option, p)?;
+            check_output_file(option, p, &out, header)?;
         }
     }
     if let (Some(p), Some(q)) = (&a.csv, &a.search_csv)
@@ -352,20 +367,18 @@ pub fn run(a: Args) -> Result<ExitCode> {
             }
         }
     }
-    let header =
-        "impl,format,input_dtype,rows,cols,ms_median,ms_min,ms_max,bytes,gb_per_s,l2_resident";
-    let mut out = format!("{header}\n");
+    let mut out = format!("{CSV_HEADER}\n");
     for row in &rows {
         writeln!(out, "{}", row.csv())?;
     }
     print!("{}", table(&rows));
     if let Some(p) = &a.csv {
-        std::fs::write(p, &out).with_context(|| format!("writing {}", p.display()))?;
+        Outputs::new(a.force).write(p, &out, Ours::marked(CSV_HEADER))?;
     }
     let search = search_rows(&a, &backend, &kernels)?;
     print!("{search}");
     if let Some(p) = &a.search_csv {
-        std::fs::write(p, &search).with_context(|| format!("writing {}", p.display()))?;
+        Outputs::new(a.force).write(p, &search, Ours::marked(SEARCH_CSV_HEADER))?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -404,9 +417,7 @@ fn table(rows: &[Row]) -> String {
 fn search_rows(a: &Args, backend: &CudaBackend, kernels: &QuantKernels) -> Result<String> {
     let (r, c) = parse_size("--search-size", &a.search_size)?;
     let x = weights_like(r, c, 2026);
-    let mut out = String::from(
-        "format,input_dtype,rows,cols,sse_naive,sse_search,reduction_pct,blocks_changed_pct,ms_naive,ms_search,gb_per_s_search\n",
-    );
+    let mut out = format!("{SEARCH_CSV_HEADER}\n");
     for in_type in [InType::F32, InType::Bf16] {
         let (bytes, xw) = encode_input(&x, in_type);
         for naive in [
