@@ -30,3 +30,4 @@ pub mod tempdir;
 pub mod tensorio;
 pub mod tools;
 pub mod tui;
+pub mod wgmma;
