@@ -6,7 +6,12 @@
 //! through descriptors) or `...rs` (A from registers). The sparse forms start with `sp.`:
 //! `sp.m64n256k32.f32.bf16.bf16.ss`. File names use the id as it is.
 
+pub mod backend;
 pub mod catalog;
+pub mod desc;
+pub mod emulator;
+pub mod kernel;
+pub mod model;
 
 pub use catalog::catalog;
 
@@ -87,10 +92,14 @@ impl WgVariant {
         Target::sm_a(9, 0)
     }
 
-    /// PTX ISA version of the probe modules: 8.0 introduced wgmma; the device's driver loads
-    /// up to 9.0 and the probes use nothing newer than 8.0 offers.
+    /// PTX ISA version a module holding this variant declares: 8.0 introduced wgmma, and
+    /// ptxas wants 8.4 for mixed integer types (s8 × u8). The device's driver loads up to 9.0.
     pub fn ptx_version(&self) -> &'static str {
-        "8.0"
+        if !self.a.is_float() && self.a != self.b {
+            "8.4"
+        } else {
+            "8.0"
+        }
     }
 
     /// f16 and bf16 accept the transpose immediates (A: only from shared memory).
