@@ -17,6 +17,7 @@ mod scale;
 mod select;
 mod show;
 pub mod view;
+mod wgmma;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -122,6 +123,9 @@ pub enum Command {
     /// Which (row, col) a slot (lane, register, element) holds, or which slot holds (row, col),
     /// from a lane map file or the built-in tables of a variant.
     Lookup(lookup::Args),
+    /// wgmma (sm_90a): register lane maps of the warpgroup, and shared-memory layouts under
+    /// every swizzle mode with LBO/SBO/start/base-offset sweeps.
+    Wgmma(wgmma::Args),
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -137,6 +141,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Scale(a) => scale::run(a),
         Command::Show(a) => show::run(a),
         Command::Lookup(a) => lookup::run(a),
+        Command::Wgmma(a) => wgmma::run(a),
         Command::Attention(a) => attention::run(a),
         Command::Quantize(a) => quantize::run_quantize(a),
         Command::Dequantize(a) => quantize::run_dequantize(a),

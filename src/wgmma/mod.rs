@@ -11,7 +11,10 @@ pub mod catalog;
 pub mod desc;
 pub mod emulator;
 pub mod kernel;
+pub mod map;
 pub mod model;
+pub mod probe;
+pub mod smem;
 
 pub use catalog::catalog;
 

@@ -1,0 +1,381 @@
+//! `fp4probe wgmma`: measure wgmma register lane maps (`probe`) and shared-memory layouts under
+//! every swizzle mode and descriptor setting (`smem`).
+
+use crate::device::cuda::CudaBackend;
+use crate::device::{BackendChoice, BackendKind, fallback_notice};
+use crate::outfile::Outputs;
+use crate::provenance::Provenance;
+use crate::wgmma::backend::{WgBackend, WgCuda};
+use crate::wgmma::desc::{Major, Swizzle};
+use crate::wgmma::emulator::WgEmulator;
+use crate::wgmma::kernel::{Transpose, probe_kernel};
+use crate::wgmma::map::{Status, WgLaneMap, WgSmemMap};
+use crate::wgmma::probe::{Setting, Work, probe};
+use crate::wgmma::smem::{point, study_variant, sweep_settings};
+use crate::wgmma::{WgVariant, catalog, find};
+use anyhow::{Result, bail};
+use clap::Subcommand;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(subcommand)]
+    pub command: Sub,
+}
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct Common {
+    /// auto: CUDA on an sm_90 device, else the emulator (with a loud notice).
+    #[arg(long, value_enum, default_value = "auto")]
+    pub backend: BackendChoice,
+    /// Output folder (default: results/sm_XY/wgmma, or results/emulator/wgmma).
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+    /// Write through links, FIFOs or devices and replace read-only or foreign files; a
+    /// hardware result is never replaced by an emulator one.
+    #[arg(long)]
+    pub force: bool,
+    /// Seed of the random validation inputs.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Sub {
+    /// Register lane maps (D, C, and A from registers) with the shared-memory maps of the
+    /// probe's setting, validated bit-exact.
+    Probe {
+        /// Catalog ids (`m64n256k16.f32.bf16.bf16.ss`) or PTX opcodes with `.ss`/`.rs`.
+        #[arg(long = "variant")]
+        variants: Vec<String>,
+        /// Every dense variant whose id contains this text.
+        #[arg(long)]
+        filter: Option<String>,
+        /// Every dense variant of the catalog.
+        #[arg(long)]
+        all: bool,
+        /// Swizzle mode of both tiles.
+        #[arg(long, default_value = "none")]
+        swizzle: Swizzle,
+        /// Major-ness of both tiles (MN: the transpose immediates, f16/bf16 only).
+        #[arg(long, default_value = "K")]
+        major: Major,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Shared-memory layouts: for each element size, major-ness and swizzle mode, which byte
+    /// feeds which element, fitted to a closed form, with LBO, SBO, start and base-offset
+    /// sweeps.
+    Smem {
+        /// Element sizes in bits (16, 32, 8, 1); default all.
+        #[arg(long = "bits", value_parser = ["1", "8", "16", "32"])]
+        bits: Vec<String>,
+        /// Swizzle modes; default all.
+        #[arg(long = "swizzle")]
+        swizzles: Vec<Swizzle>,
+        /// Major-ness; default K, and MN for 16-bit elements.
+        #[arg(long = "major")]
+        majors: Vec<Major>,
+        #[command(flatten)]
+        common: Common,
+    },
+}
+
+enum Dev {
+    Cuda(CudaBackend),
+    Emu(WgEmulator),
+}
+
+fn open(choice: BackendChoice) -> Result<Dev> {
+    let cuda = || -> Result<CudaBackend> {
+        let d = CudaBackend::open()?;
+        let cc = d.compute_capability();
+        if cc != (9, 0) {
+            bail!("wgmma needs sm_90a; this device is sm_{}{}", cc.0, cc.1);
+        }
+        Ok(d)
+    };
+    Ok(match choice {
+        BackendChoice::Emulator => Dev::Emu(WgEmulator::new()),
+        BackendChoice::Cuda => Dev::Cuda(cuda()?),
+        BackendChoice::Auto => match cuda() {
+            Ok(d) => Dev::Cuda(d),
+            Err(why) => {
+                eprintln!("{}", fallback_notice(&why));
+                Dev::Emu(WgEmulator::new())
+            }
+        },
+    })
+}
+
+fn out_dir(common: &Common, backend: &dyn WgBackend) -> PathBuf {
+    common
+        .output
+        .clone()
+        .unwrap_or_else(|| backend.info().results_dir().join("wgmma"))
+}
+
+pub fn run(args: Args) -> Result<ExitCode> {
+    match args.command {
+        Sub::Probe {
+            variants,
+            filter,
+            all,
+            swizzle,
+            major,
+            common,
+        } => {
+            let picked = pick(&variants, filter.as_deref(), all)?;
+            for v in &picked {
+                Setting::packed(v, swizzle, major, major).check(v)?;
+            }
+            let dev = open(common.backend)?;
+            match &dev {
+                Dev::Cuda(d) => run_probe(&WgCuda::new(d), &picked, swizzle, major, &common),
+                Dev::Emu(e) => run_probe(e, &picked, swizzle, major, &common),
+            }
+        }
+        Sub::Smem {
+            bits,
+            swizzles,
+            majors,
+            common,
+        } => {
+            let bits: Vec<u32> = if bits.is_empty() {
+                vec![16, 32, 8, 1]
+            } else {
+                bits.iter()
+                    .map(|b| b.parse().expect("clap checked"))
+                    .collect()
+            };
+            let swizzles = if swizzles.is_empty() {
+                Swizzle::ALL.to_vec()
+            } else {
+                swizzles
+            };
+            let mut studies = Vec::new();
+            for &b in &bits {
+                let v = study_variant(b);
+                let ms: Vec<Major> = if majors.is_empty() {
+                    if v.transposable() {
+                        vec![Major::K, Major::MN]
+                    } else {
+                        vec![Major::K]
+                    }
+                } else {
+                    majors.clone()
+                };
+                for &m in &ms {
+                    if m == Major::MN && !v.transposable() {
+                        bail!(
+                            "{b}-bit elements are K-major only (the transpose is for f16 and bf16)"
+                        );
+                    }
+                    for &s in &swizzles {
+                        studies.push((v.clone(), s, m));
+                    }
+                }
+            }
+            let dev = open(common.backend)?;
+            match &dev {
+                Dev::Cuda(d) => run_smem(&WgCuda::new(d), &studies, &common),
+                Dev::Emu(e) => run_smem(e, &studies, &common),
+            }
+        }
+    }
+}
+
+/// The variants a selection names; sparse forms are refused (catalogued, not probed).
+fn pick(variants: &[String], filter: Option<&str>, all: bool) -> Result<Vec<WgVariant>> {
+    let mut out = Vec::new();
+    for text in variants {
+        let Some(v) = find(text) else {
+            bail!(
+                "'{text}' is not a wgmma variant (see `fp4probe catalog --family wgmma`; ids look \
+                 like m64n256k16.f32.bf16.bf16.ss)"
+            );
+        };
+        if v.sparse {
+            bail!("{}: the sparse forms are catalogued, not probed", v.id());
+        }
+        out.push(v);
+    }
+    if all || filter.is_some() {
+        out.extend(
+            catalog()
+                .into_iter()
+                .filter(|v| !v.sparse && filter.is_none_or(|f| v.id().contains(f))),
+        );
+    }
+    if out.is_empty() {
+        bail!("nothing selected: give --variant ID, --filter TEXT or --all");
+    }
+    Ok(out)
+}
+
+fn run_probe(
+    backend: &dyn WgBackend,
+    picked: &[WgVariant],
+    swizzle: Swizzle,
+    major: Major,
+    common: &Common,
+) -> Result<ExitCode> {
+    let dir = out_dir(common, backend);
+    let outputs = Outputs::new(common.force);
+    let emulator = backend.info().backend == BackendKind::Emulator;
+    for v in picked {
+        outputs.check_result(
+            &dir,
+            &v.id(),
+            Some(crate::wgmma::map::LANEMAP_CSV_HEADER),
+            emulator,
+        )?;
+    }
+    let start = Instant::now();
+    let (mut passed, mut failed) = (0, 0);
+    for v in picked {
+        let setting = Setting::packed(v, swizzle, major, major);
+        let out = probe(backend, v, &setting, common.seed)?;
+        let tr = Transpose {
+            a: setting.a_major == Major::MN,
+            b: setting.b_major == Major::MN,
+        };
+        let prov = Provenance::new(backend.info(), probe_kernel(v, tr));
+        let map = WgLaneMap::new(v, &setting, &out, prov);
+        let path = map.write(&dir, &outputs)?;
+        let ok = map.status == Status::Passed;
+        if ok {
+            passed += 1;
+        } else {
+            failed += 1;
+        }
+        println!(
+            "{:<40} {:<6} {:>8.3} s  {:>6} experiments  vs documented: {}  -> {}",
+            v.id(),
+            if ok { "passed" } else { "FAILED" },
+            out.wall_s,
+            out.work.experiments,
+            map.documented_mismatches
+                .map_or("-".to_string(), |n| if n == 0 {
+                    "identical".into()
+                } else {
+                    format!("{n} slots differ")
+                }),
+            path.display()
+        );
+        if let Some(f) = &map.failure {
+            println!("    failure: {f}");
+        }
+    }
+    println!(
+        "{passed} passed, {failed} failed, {:.2} s wall ({})",
+        start.elapsed().as_secs_f64(),
+        backend.info().name
+    );
+    if emulator {
+        println!(
+            "NOTE: emulator results: the documented layouts run on the CPU, not hardware findings."
+        );
+    }
+    Ok(if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+fn run_smem(
+    backend: &dyn WgBackend,
+    studies: &[(WgVariant, Swizzle, Major)],
+    common: &Common,
+) -> Result<ExitCode> {
+    let dir = out_dir(common, backend);
+    let outputs = Outputs::new(common.force);
+    let emulator = backend.info().backend == BackendKind::Emulator;
+    let stem = |v: &WgVariant, s: Swizzle, m: Major| {
+        format!("smem.{}bit.{}.{}", v.elem_bits(), m.name(), s.name())
+    };
+    for (v, s, m) in studies {
+        let header = if v.elem_bits() < 8 {
+            crate::wgmma::map::SMEM_B1_CSV_HEADER
+        } else {
+            crate::wgmma::map::SMEM_CSV_HEADER
+        };
+        outputs.check_result(&dir, &stem(v, *s, *m), Some(header), emulator)?;
+    }
+    let start = Instant::now();
+    let mut failed = 0;
+    for (v, s, m) in studies {
+        let t0 = Instant::now();
+        let mut points = Vec::new();
+        let mut work = Work::default();
+        let mut packed = None;
+        for (label, setting) in sweep_settings(v, *s, *m) {
+            if let Err(e) = setting.check(v) {
+                println!("  {} {label}: skipped: {e:#}", stem(v, *s, *m));
+                continue;
+            }
+            let (p, out) = point(backend, v, &label, &setting, common.seed)?;
+            work.experiments += out.work.experiments;
+            work.launches += out.work.launches;
+            println!(
+                "  {:<24} {:<26} {:<6} A: {}\n  {:<24} {:<26} {:<6} B: {}",
+                stem(v, *s, *m),
+                label,
+                if p.passed { "passed" } else { "FAILED" },
+                p.a_fit
+                    .as_ref()
+                    .map_or("no closed form".into(), |f| f.formula.clone()),
+                "",
+                "",
+                "",
+                p.b_fit
+                    .as_ref()
+                    .map_or("no closed form".into(), |f| f.formula.clone()),
+            );
+            if packed.is_none() {
+                packed = Some(out);
+            }
+            points.push(p);
+        }
+        let Some(packed) = packed else { continue };
+        let tr = Transpose {
+            a: *m == Major::MN,
+            b: *m == Major::MN,
+        };
+        let prov = Provenance::new(backend.info(), probe_kernel(v, tr));
+        let map = WgSmemMap::new(
+            v,
+            *s,
+            *m,
+            &packed,
+            points,
+            prov,
+            t0.elapsed().as_secs_f64(),
+            work,
+        );
+        if map.status != Status::Passed {
+            failed += 1;
+        }
+        let path = map.write(&dir, &outputs)?;
+        println!("-> {}", path.display());
+    }
+    println!(
+        "{} studies, {failed} failed, {:.2} s wall ({})",
+        studies.len(),
+        start.elapsed().as_secs_f64(),
+        backend.info().name
+    );
+    if emulator {
+        println!(
+            "NOTE: emulator results: the documented layouts run on the CPU, not hardware findings."
+        );
+    }
+    Ok(if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}

@@ -1,0 +1,924 @@
+//! The wgmma probe: which (thread, register, element) of D, and of A from registers, holds
+//! which matrix element, and which shared-memory byte feeds which element of A and B, for one
+//! variant under one descriptor setting.
+//!
+//! "Positions" are what the host can set one at a time: every element-aligned offset of the A
+//! and B regions in shared memory (bits for b1), or every A register slot. Phases:
+//! 1. lit sets: which D slots a position changes when it alone holds 1 and the other operand is
+//!    all ones. Positions are tested in groups with a binary code (an "all" experiment and one
+//!    per index bit): a D slot that counts exactly 1 in "all" names its position by the bits.
+//!    Groups are planned from the documented layout so that their positions should light
+//!    different rows (A) or columns (B); a D slot that counts more than 1 shows the plan was
+//!    wrong there, and that group is run again one position at a time. The documented layout
+//!    only saves experiments: every answer comes from the observations.
+//! 2. C → D: C holds distinct values, A = B = 0, scale-d on; each D slot names its C slot.
+//! 3. k pairing and labelling: `probe::infer`, as for mma.sync (positions no experiment reads
+//!    are left out), with the convention of `layout::convention`.
+//! 4. validation: identity and random exactly-representable A, B, C placed through the
+//!    inferred maps; D read through the inferred D map must equal the CPU GEMM bit for bit.
+
+use super::backend::{Batch, Launch, WgBackend};
+use super::desc::{Desc, Major, Swizzle};
+use super::model::{a_reg_coord, d_coord, decode_d, element_bit_addr, gemm, round_d, tile_end};
+use super::{ASource, M, THREADS, WgVariant};
+use crate::formats::ElemType;
+use crate::layout::convention::Structure;
+use crate::layout::{Coord, Layout};
+use crate::probe::fragment::{Check, SplitMix, Validation};
+use crate::probe::infer::{self, OneHot, PairingPlan};
+use anyhow::{Context, Result, bail};
+use serde::{Deserialize, Serialize};
+use std::time::Instant;
+
+/// The shared-memory arrangement one probe runs under.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Setting {
+    pub a_major: Major,
+    pub b_major: Major,
+    pub a_desc: Desc,
+    pub b_desc: Desc,
+}
+
+/// The descriptor of a densely packed tile of `mn × k` elements under `swizzle` and `major`,
+/// starting at `start`: the canonical layout with the smallest strides that keep core
+/// matrices apart.
+pub fn packed_desc(major: Major, swizzle: Swizzle, bits: u32, mn: u32, k: u32, start: u32) -> Desc {
+    let w = swizzle.width();
+    let k_bytes = k * bits / 8;
+    let (lbo, sbo) = match (major, swizzle) {
+        // Core matrices (8 rows × 16 B) along k at 128 B; row groups after all of k.
+        (Major::K, Swizzle::None) => (128, (k_bytes / 16).max(1) * 128),
+        // Rows of W bytes; 8-row groups at 8·W. LBO steps W-byte chunks of k, of which a
+        // single wgmma (32 bytes of k) needs one.
+        (Major::K, _) => (8 * w * mn.div_ceil(8), 8 * w),
+        // Core matrices (T elements of mn × 8 k) along mn at 128 B; k groups after all of mn.
+        (Major::MN, Swizzle::None) => {
+            let t = 128 / bits;
+            ((mn.div_ceil(t)) * 128, 128)
+        }
+        // Rows of W bytes along mn, 8 rows of k; mn chunks at 8·W, k groups after all of mn.
+        (Major::MN, _) => {
+            let per_row = w * 8 / bits;
+            (8 * w, mn.div_ceil(per_row) * 8 * w)
+        }
+    };
+    Desc {
+        start,
+        lbo,
+        sbo,
+        base_offset: 0,
+        swizzle,
+    }
+}
+
+impl Setting {
+    /// Both operands packed under one swizzle and major-ness, A at the aligned base.
+    pub fn packed(v: &WgVariant, swizzle: Swizzle, a_major: Major, b_major: Major) -> Self {
+        let bits = v.elem_bits();
+        Setting {
+            a_major,
+            b_major,
+            a_desc: packed_desc(a_major, swizzle, bits, M, v.a_k(), 0),
+            b_desc: packed_desc(b_major, swizzle, bits, v.n, v.k, 0),
+        }
+    }
+
+    /// The launch geometry: the A region from the aligned base to the end of its tile, the B
+    /// region from the next 1024-byte boundary. B's descriptor start is moved there.
+    pub fn launch(&self, v: &WgVariant) -> Launch {
+        let bits = v.elem_bits();
+        let a_bytes = if v.a_src == ASource::Ss {
+            tile_end(self.a_major, &self.a_desc, bits, M, v.a_k())
+        } else {
+            0
+        };
+        let b_off = a_bytes.next_multiple_of(1024);
+        let b_desc = Desc {
+            start: b_off + self.b_desc.start,
+            ..self.b_desc
+        };
+        let b_bytes = tile_end(self.b_major, &b_desc, bits, v.n, v.k) - b_off;
+        Launch {
+            a_desc: self.a_desc,
+            a_major: self.a_major,
+            b_desc,
+            b_major: self.b_major,
+            a_bytes,
+            b_off,
+            b_bytes,
+            scale_d: false,
+        }
+    }
+
+    /// Refuse settings the variant cannot take, naming the field.
+    pub fn check(&self, v: &WgVariant) -> Result<()> {
+        self.a_desc.check().context("A descriptor")?;
+        self.b_desc.check().context("B descriptor")?;
+        let mn = |m: Major| m == Major::MN;
+        if !v.transposable() && (mn(self.b_major) || (v.a_src == ASource::Ss && mn(self.a_major))) {
+            bail!(
+                "{} takes K-major operands only (the transpose is for f16 and bf16)",
+                v.id()
+            );
+        }
+        let l = self.launch(v);
+        if l.smem_bytes() > super::backend::MAX_SMEM {
+            bail!(
+                "the tiles under this descriptor reach byte {} of shared memory, past the {} a \
+                 block has: lower LBO or SBO",
+                l.smem_bytes(),
+                super::backend::MAX_SMEM
+            );
+        }
+        Ok(())
+    }
+}
+
+/// Which operand's positions a phase sets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Which {
+    A,
+    B,
+}
+
+/// The settable positions of one operand.
+struct Positions {
+    which: Which,
+    /// Number of positions.
+    len: usize,
+    /// The documented layout's row (A) or column (B) of each position, where it reads one.
+    predicted: Vec<Option<u32>>,
+    /// The documented layout's k of each position.
+    predicted_k: Vec<Option<u32>>,
+}
+
+/// A shared-memory position: (byte from the aligned base, bit).
+fn smem_pos(bits: u32, p: usize) -> (usize, u32) {
+    if bits >= 8 {
+        (p * bits as usize / 8, 0)
+    } else {
+        (p / 8, (p % 8) as u32)
+    }
+}
+
+fn smem_positions(
+    v: &WgVariant,
+    which: Which,
+    major: Major,
+    desc: &Desc,
+    region: (u32, u32),
+    mn: u32,
+    k: u32,
+) -> Positions {
+    let bits = v.elem_bits();
+    let len = (region.1 as usize * 8) / bits as usize;
+    let mut predicted = vec![None; len];
+    let mut predicted_k = vec![None; len];
+    for i in 0..mn {
+        for j in 0..k {
+            let addr = element_bit_addr(major, desc, desc.swizzle, bits, i, j);
+            let rel = addr.checked_sub(region.0 as u64 * 8);
+            if let Some(p) = rel.map(|r| (r / bits as u64) as usize).filter(|&p| p < len) {
+                predicted[p] = Some(i);
+                predicted_k[p] = Some(j);
+            }
+        }
+    }
+    Positions {
+        which,
+        len,
+        predicted,
+        predicted_k,
+    }
+}
+
+fn reg_positions(v: &WgVariant) -> Positions {
+    let f = v.a_frag();
+    let (predicted, predicted_k) = (0..f.slots())
+        .map(|i| {
+            let (r, k) = a_reg_coord(&f, i);
+            (Some(r), Some(k))
+        })
+        .unzip();
+    Positions {
+        which: Which::A,
+        len: f.slots(),
+        predicted,
+        predicted_k,
+    }
+}
+
+/// Writes element values into a batch.
+struct Placer<'a> {
+    v: &'a WgVariant,
+    l: &'a Launch,
+}
+
+impl Placer<'_> {
+    fn set(&self, batch: &mut Batch, which: Which, exp: usize, p: usize, code: u64) {
+        let bits = self.v.elem_bits();
+        match (which, self.v.a_src) {
+            (Which::A, ASource::Rs) => {
+                let f = self.v.a_frag();
+                let (t, reg, e) = f.slot(p);
+                let base = (exp * THREADS as usize + t as usize) * f.regs as usize;
+                f.insert(
+                    &mut batch.a_regs[base..base + f.regs as usize],
+                    reg,
+                    e,
+                    code,
+                );
+            }
+            _ => {
+                let (buf, per) = match which {
+                    Which::A => (&mut batch.a, self.l.a_bytes as usize),
+                    Which::B => (&mut batch.b, self.l.b_bytes as usize),
+                };
+                let (byte, bit) = smem_pos(bits, p);
+                let region = &mut buf[exp * per..(exp + 1) * per];
+                if bits >= 8 {
+                    for i in 0..(bits / 8) as usize {
+                        region[byte + i] = (code >> (8 * i)) as u8;
+                    }
+                } else {
+                    let mask = ((1u8 << bits) - 1) << bit;
+                    region[byte] = (region[byte] & !mask) | (((code as u8) << bit) & mask);
+                }
+            }
+        }
+    }
+
+    /// Every position of `which` set to one.
+    fn fill_ones(&self, batch: &mut Batch, which: Which, exp: usize, len: usize) {
+        let one = self.one(which);
+        for p in 0..len {
+            self.set(batch, which, exp, p, one);
+        }
+    }
+
+    fn one(&self, which: Which) -> u64 {
+        match which {
+            Which::A => self.v.a.one(),
+            Which::B => self.v.b.one(),
+        }
+    }
+
+    fn set_c(&self, batch: &mut Batch, exp: usize, slot: usize, code: u64) {
+        let f = self.v.d_frag();
+        let (t, reg, e) = f.slot(slot);
+        let base = (exp * THREADS as usize + t as usize) * f.regs as usize;
+        f.insert(&mut batch.c[base..base + f.regs as usize], reg, e, code);
+    }
+}
+
+/// D of a batch, decoded on demand.
+struct DValues<'a> {
+    v: &'a WgVariant,
+    words: Vec<u32>,
+    _l: std::marker::PhantomData<&'a ()>,
+}
+
+impl DValues<'_> {
+    fn bits(&self, exp: usize, slot: usize) -> u64 {
+        let f = self.v.d_frag();
+        let (t, reg, e) = f.slot(slot);
+        let base = (exp * THREADS as usize + t as usize) * f.regs as usize;
+        f.extract(&self.words[base..base + f.regs as usize], reg, e)
+    }
+    fn value(&self, exp: usize, slot: usize) -> f64 {
+        decode_d(self.v.d, self.bits(exp, slot))
+    }
+}
+
+fn run<'a>(
+    backend: &dyn WgBackend,
+    v: &'a WgVariant,
+    l: &Launch,
+    batch: &Batch,
+    what: &str,
+) -> Result<DValues<'a>> {
+    let words = backend
+        .run(v, l, batch)
+        .with_context(|| format!("{what} launch"))?;
+    Ok(DValues {
+        v,
+        words,
+        _l: std::marker::PhantomData,
+    })
+}
+
+/// Counters of the work a probe did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Work {
+    pub experiments: usize,
+    pub launches: usize,
+}
+
+/// Phase 1 for one operand: the D slots each position lights.
+fn lit_sets(
+    backend: &dyn WgBackend,
+    placer: &Placer,
+    pos: &Positions,
+    other_len: usize,
+    classes: u32,
+    work: &mut Work,
+) -> Result<Vec<Vec<usize>>> {
+    let v = placer.v;
+    let d_slots = v.d_frag().slots();
+    let other = match pos.which {
+        Which::A => Which::B,
+        Which::B => Which::A,
+    };
+    // Groups of positions the documented layout puts in distinct classes.
+    let mut by_class: Vec<Vec<usize>> = vec![Vec::new(); classes as usize];
+    let mut unplanned = Vec::new();
+    for p in 0..pos.len {
+        match pos.predicted[p] {
+            Some(c) => by_class[c as usize].push(p),
+            None => unplanned.push(p),
+        }
+    }
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    let depth = by_class.iter().map(Vec::len).max().unwrap_or(0);
+    for i in 0..depth {
+        let g: Vec<usize> = by_class.iter().filter_map(|c| c.get(i).copied()).collect();
+        groups.push(g);
+    }
+    groups.extend(unplanned.chunks(classes as usize).map(<[usize]>::to_vec));
+    let mut lit = vec![Vec::new(); pos.len];
+    let one = placer.one(pos.which);
+    let coded = |groups: &[Vec<usize>]| -> Vec<(usize, usize, usize)> {
+        // (group, experiment offset, bits)
+        let mut out = Vec::new();
+        let mut e = 0;
+        for (gi, g) in groups.iter().enumerate() {
+            let bits = (usize::BITS - (g.len().max(2) - 1).leading_zeros()) as usize;
+            out.push((gi, e, bits));
+            e += 1 + bits;
+        }
+        out
+    };
+    let plan = coded(&groups);
+    let count = plan.last().map_or(0, |&(_, e, b)| e + 1 + b);
+    let mut batch = Batch::zeroed(v, placer.l, count);
+    for &(gi, e0, bits) in &plan {
+        for e in e0..=e0 + bits {
+            placer.fill_ones(&mut batch, other, e, other_len);
+        }
+        for (idx, &p) in groups[gi].iter().enumerate() {
+            placer.set(&mut batch, pos.which, e0, p, one);
+            for b in 0..bits {
+                if idx >> b & 1 == 1 {
+                    placer.set(&mut batch, pos.which, e0 + 1 + b, p, one);
+                }
+            }
+        }
+    }
+    let d = run(backend, v, placer.l, &batch, "lit-set")?;
+    work.experiments += count;
+    work.launches += 1;
+    let mut redo = Vec::new();
+    for &(gi, e0, bits) in &plan {
+        let g = &groups[gi];
+        let mut found: Vec<(usize, usize)> = Vec::new();
+        let mut clean = true;
+        for slot in 0..d_slots {
+            let c = d.value(e0, slot);
+            if c == 0.0 {
+                continue;
+            }
+            if c != 1.0 {
+                clean = false;
+                break;
+            }
+            let mut idx = 0;
+            for b in 0..bits {
+                match d.value(e0 + 1 + b, slot) {
+                    x if x == 1.0 => idx |= 1 << b,
+                    x if x == 0.0 => {}
+                    _ => clean = false,
+                }
+            }
+            if idx >= g.len() {
+                clean = false;
+            }
+            if !clean {
+                break;
+            }
+            found.push((g[idx], slot));
+        }
+        if clean {
+            for (p, slot) in found {
+                lit[p].push(slot);
+            }
+        } else {
+            redo.extend_from_slice(g);
+        }
+    }
+    if !redo.is_empty() {
+        let mut batch = Batch::zeroed(v, placer.l, redo.len());
+        for (e, &p) in redo.iter().enumerate() {
+            placer.fill_ones(&mut batch, other, e, other_len);
+            placer.set(&mut batch, pos.which, e, p, one);
+        }
+        let d = run(backend, v, placer.l, &batch, "one-hot")?;
+        work.experiments += redo.len();
+        work.launches += 1;
+        for (e, &p) in redo.iter().enumerate() {
+            lit[p] = (0..d_slots).filter(|&s| d.value(e, s) != 0.0).collect();
+        }
+    }
+    Ok(lit)
+}
+
+/// Phase 2: each D slot names the C slot whose distinct value it returns.
+fn c_to_d(backend: &dyn WgBackend, placer: &Placer, work: &mut Work) -> Result<Vec<Vec<usize>>> {
+    let v = placer.v;
+    let slots = v.d_frag().slots();
+    // Consecutive integers stay exact up to 2^11 in f16 and far beyond in f32 and s32.
+    let per = if v.d == ElemType::F16 { 2048 } else { slots };
+    let exps = slots.div_ceil(per);
+    let mut l = *placer.l;
+    l.scale_d = true;
+    let placer = Placer { v, l: &l };
+    let mut batch = Batch::zeroed(v, &l, exps);
+    for u in 0..slots {
+        let value = (u % per + 1) as f64;
+        let code = encode_d(v.d, value);
+        placer.set_c(&mut batch, u / per, u, code);
+    }
+    let d = run(backend, v, &l, &batch, "C")?;
+    work.experiments += exps;
+    work.launches += 1;
+    let mut lit = vec![Vec::new(); slots];
+    for e in 0..exps {
+        for slot in 0..slots {
+            let x = d.value(e, slot);
+            if x != 0.0 && x.fract() == 0.0 && x >= 1.0 && (x as usize) <= per {
+                let u = e * per + x as usize - 1;
+                if u < slots {
+                    lit[u].push(slot);
+                }
+            }
+        }
+    }
+    Ok(lit)
+}
+
+fn encode_d(t: ElemType, x: f64) -> u64 {
+    match t {
+        ElemType::F32 => (x as f32).to_bits() as u64,
+        ElemType::S32 => x as i64 as i32 as u32 as u64,
+        other => other.encode_exact(x).expect("small integers are exact"),
+    }
+}
+
+/// One shared-memory element: where it sits (byte from the descriptor's start, bit within
+/// the byte for b1) and which element it is (A: row, k; B: k, n).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SmemEntry {
+    pub byte: i64,
+    pub bit: u32,
+    pub row: u32,
+    pub col: u32,
+}
+
+/// What a probe measured.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WgLayout {
+    /// (row, col) of every D slot, in (thread, reg, elem) order.
+    pub d: Vec<(u32, u32)>,
+    /// (row, col) of every C slot.
+    pub c: Vec<(u32, u32)>,
+    /// (row, k) of every A register slot (`rs`).
+    pub a_regs: Option<Vec<(u32, u32)>>,
+    /// A's shared-memory elements (`ss`), in byte order.
+    pub a_smem: Option<Vec<SmemEntry>>,
+    pub b_smem: Vec<SmemEntry>,
+}
+
+/// Raw observations, kept when a probe fails.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WgRaw {
+    /// Per position: the D slots it lit (empty: never read).
+    pub a_lit: Vec<Vec<usize>>,
+    pub b_lit: Vec<Vec<usize>>,
+    pub c_lit: Vec<Vec<usize>>,
+}
+
+pub struct WgOutcome {
+    pub layout: std::result::Result<WgLayout, String>,
+    pub validation: Option<Validation>,
+    pub raw: WgRaw,
+    pub work: Work,
+    pub wall_s: f64,
+}
+
+/// Run the whole probe of `v` under `setting`.
+pub fn probe(
+    backend: &dyn WgBackend,
+    v: &WgVariant,
+    setting: &Setting,
+    seed: u64,
+) -> Result<WgOutcome> {
+    let start = Instant::now();
+    setting.check(v)?;
+    backend.check_supported(v)?;
+    let l = setting.launch(v);
+    let placer = Placer { v, l: &l };
+    let bits = v.elem_bits();
+    let (m, n, k) = (M as usize, v.n as usize, v.k as usize);
+    let a_pos = match v.a_src {
+        ASource::Ss => smem_positions(
+            v,
+            Which::A,
+            l.a_major,
+            &l.a_desc,
+            (0, l.a_bytes),
+            M,
+            v.a_k(),
+        ),
+        ASource::Rs => reg_positions(v),
+    };
+    let b_pos = smem_positions(
+        v,
+        Which::B,
+        l.b_major,
+        &l.b_desc,
+        (l.b_off, l.b_bytes),
+        v.n,
+        v.k,
+    );
+    let mut work = Work::default();
+    let a_lit = lit_sets(backend, &placer, &a_pos, b_pos.len, M, &mut work)?;
+    let b_lit = lit_sets(backend, &placer, &b_pos, a_pos.len, v.n, &mut work)?;
+    let c_lit = c_to_d(backend, &placer, &mut work)?;
+    let raw = WgRaw {
+        a_lit: a_lit.clone(),
+        b_lit: b_lit.clone(),
+        c_lit: c_lit.clone(),
+    };
+    let fail = |why: String, raw: WgRaw, work: Work| WgOutcome {
+        layout: Err(why),
+        validation: None,
+        raw,
+        work,
+        wall_s: start.elapsed().as_secs_f64(),
+    };
+    // Positions no experiment reads are not part of the operand.
+    let a_read: Vec<usize> = (0..a_pos.len).filter(|&p| !a_lit[p].is_empty()).collect();
+    let b_read: Vec<usize> = (0..b_pos.len).filter(|&p| !b_lit[p].is_empty()).collect();
+    let obs = OneHot {
+        a: a_read.iter().map(|&p| a_lit[p].clone()).collect(),
+        b: b_read.iter().map(|&p| b_lit[p].clone()).collect(),
+        c: c_lit,
+    };
+    let d_slots = v.d_frag().slots();
+    let rc = match infer::rows_and_cols(&obs, m, n, k, d_slots) {
+        Ok(rc) => rc,
+        Err(e) => return Ok(fail(format!("{e:#}"), raw, work)),
+    };
+    // k pairing: experiment (i, bit) sets the i-th A position of every row and the B positions
+    // whose in-column index has `bit` set; D(row, col) = 1 where the B position meeting it has.
+    let plan = PairingPlan::new(&rc, m, n, k);
+    let count = k * plan.bits;
+    let mut batch = Batch::zeroed(v, &l, count);
+    let (one_a, one_b) = (v.a.one(), v.b.one());
+    for i in 0..k {
+        for bit in 0..plan.bits {
+            let e = i * plan.bits + bit;
+            for (t, on) in plan.b_mask(bit).into_iter().enumerate() {
+                if on {
+                    placer.set(&mut batch, Which::B, e, b_read[t], one_b);
+                }
+            }
+            for row in &plan.a_by_row {
+                placer.set(&mut batch, Which::A, e, a_read[row[i]], one_a);
+            }
+        }
+    }
+    let d = run(backend, v, &l, &batch, "pairing")?;
+    work.experiments += count;
+    work.launches += 1;
+    let met: Vec<Vec<Vec<bool>>> = (0..k)
+        .map(|i| {
+            (0..plan.bits)
+                .map(|bit| {
+                    (0..d_slots)
+                        .map(|s| d.value(i * plan.bits + bit, s) > 0.0)
+                        .collect()
+                })
+                .collect()
+        })
+        .collect();
+    let (a_k, b_k) = match infer::k_classes(&rc, &plan, &met, k) {
+        Ok(x) => x,
+        Err(e) => return Ok(fail(format!("{e:#}"), raw, work)),
+    };
+    let structure: Structure = infer::structure(rc, a_k, b_k, m, n, k);
+    let fd = v.d_frag();
+    let documented_d: Vec<Coord> = (0..d_slots)
+        .map(|i| {
+            let (row, col) = d_coord(&fd, i);
+            Coord { row, col }
+        })
+        .collect();
+    let reference = Layout {
+        a: Vec::new(),
+        b: Vec::new(),
+        c: Vec::new(),
+        d: documented_d,
+    };
+    // k labels: row 0's A positions in the documented layout's k order where it places them,
+    // else in position order.
+    let labelled = structure.label(Some(&reference), |s| {
+        let p = a_read[s];
+        (0, a_pos.predicted_k[p].unwrap_or(u32::MAX), p as u32)
+    });
+    let pair = |c: &Coord| (c.row, c.col);
+    let smem_entries = |read: &[usize], coords: &[Coord], start: u32| -> Vec<SmemEntry> {
+        let mut v: Vec<SmemEntry> = read
+            .iter()
+            .zip(coords)
+            .map(|(&p, c)| {
+                let (byte, bit) = smem_pos(bits, p);
+                SmemEntry {
+                    byte: byte as i64 - start as i64,
+                    bit,
+                    row: c.row,
+                    col: c.col,
+                }
+            })
+            .collect();
+        v.sort_by_key(|e| (e.byte, e.bit));
+        v
+    };
+    let layout = WgLayout {
+        d: labelled.d.iter().map(pair).collect(),
+        c: labelled.c.iter().map(pair).collect(),
+        a_regs: (v.a_src == ASource::Rs).then(|| {
+            let mut map = vec![(0, 0); a_pos.len];
+            for (&p, c) in a_read.iter().zip(&labelled.a) {
+                map[p] = pair(c);
+            }
+            map
+        }),
+        a_smem: (v.a_src == ASource::Ss)
+            .then(|| smem_entries(&a_read, &labelled.a, l.a_desc.start)),
+        b_smem: smem_entries(&b_read, &labelled.b, l.b_desc.start - l.b_off),
+    };
+    // Every A register slot must hold an element.
+    if v.a_src == ASource::Rs && a_read.len() != a_pos.len {
+        return Ok(fail(
+            format!(
+                "{} A register slots changed no D slot",
+                a_pos.len - a_read.len()
+            ),
+            raw,
+            work,
+        ));
+    }
+    let validation = validate(backend, v, &l, &layout, &a_read, &b_read, &labelled, seed)?;
+    work.experiments += 2;
+    work.launches += 1;
+    Ok(WgOutcome {
+        layout: Ok(layout),
+        validation: Some(validation),
+        raw,
+        work,
+        wall_s: start.elapsed().as_secs_f64(),
+    })
+}
+
+/// Values for the random test: exact in the operand type and small enough that every partial
+/// sum is exact in the D type (f16 accumulators get {-1, 0, 1}).
+fn palette(v: &WgVariant, t: ElemType) -> Vec<f64> {
+    if v.d == ElemType::F16 {
+        return vec![-1.0, 0.0, 1.0];
+    }
+    t.exact_palette().to_vec()
+}
+
+#[allow(clippy::too_many_arguments)]
+fn validate(
+    backend: &dyn WgBackend,
+    v: &WgVariant,
+    l: &Launch,
+    layout: &WgLayout,
+    a_read: &[usize],
+    b_read: &[usize],
+    labelled: &Layout,
+    seed: u64,
+) -> Result<Validation> {
+    let (m, n, k) = (M as usize, v.n as usize, v.k as usize);
+    let mut rng = SplitMix(seed);
+    let identity = |rows: usize, cols: usize| -> Vec<f64> {
+        (0..rows * cols)
+            .map(|i| f64::from(u8::from(i / cols == i % cols)))
+            .collect()
+    };
+    let mut random = |t: ElemType, len: usize| -> Vec<f64> {
+        let p = palette(v, t);
+        (0..len).map(|_| rng.pick(&p)).collect()
+    };
+    let cases = [
+        (identity(m, k), identity(k, n), vec![0.0; m * n]),
+        (random(v.a, m * k), random(v.b, k * n), random(v.d, m * n)),
+    ];
+    let mut l = *l;
+    l.scale_d = true;
+    let placer = Placer { v, l: &l };
+    let mut batch = Batch::zeroed(v, &l, cases.len());
+    let code = |t: ElemType, x: f64| -> Result<u64> {
+        t.encode_exact(x)
+            .with_context(|| format!("{x} is not exact in {t}"))
+    };
+    for (e, (a, b, c)) in cases.iter().enumerate() {
+        for (&p, co) in a_read.iter().zip(&labelled.a) {
+            let x = a[co.row as usize * k + co.col as usize];
+            placer.set(&mut batch, Which::A, e, p, code(v.a, x)?);
+        }
+        for (&p, co) in b_read.iter().zip(&labelled.b) {
+            let x = b[co.row as usize * n + co.col as usize];
+            placer.set(&mut batch, Which::B, e, p, code(v.b, x)?);
+        }
+        for (u, &(row, col)) in layout.c.iter().enumerate() {
+            placer.set_c(
+                &mut batch,
+                e,
+                u,
+                encode_d(v.d, c[row as usize * n + col as usize]),
+            );
+        }
+    }
+    let d = run(backend, v, &l, &batch, "validation")?;
+    let checks: Vec<Check> = cases
+        .iter()
+        .enumerate()
+        .map(|(e, (a, b, c))| {
+            let want = gemm(v, a, b, c);
+            let mut mismatches = Vec::new();
+            let mut count = 0;
+            for (slot, &(row, col)) in layout.d.iter().enumerate() {
+                let x = want[row as usize * n + col as usize];
+                let expect = round_d(v, x);
+                let got = d.bits(e, slot);
+                if got != expect {
+                    count += 1;
+                    if mismatches.len() < 16 {
+                        mismatches.push((row, col, decode_d(v.d, expect), decode_d(v.d, got)));
+                    }
+                }
+            }
+            Check {
+                passed: count == 0,
+                compared: layout.d.len(),
+                mismatches,
+                mismatch_count: count,
+            }
+        })
+        .collect();
+    let [identity, random]: [Check; 2] = checks.try_into().expect("two cases");
+    Ok(Validation {
+        identity,
+        random,
+        seed,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wgmma::emulator::WgEmulator;
+    use crate::wgmma::find;
+
+    fn run(id: &str, swizzle: Swizzle, a_major: Major, b_major: Major) -> (WgVariant, WgOutcome) {
+        let v = find(id).unwrap();
+        let s = Setting::packed(&v, swizzle, a_major, b_major);
+        let out = probe(&WgEmulator::new(), &v, &s, 7).unwrap();
+        (v, out)
+    }
+
+    #[test]
+    fn the_emulator_gives_back_the_documented_layouts() {
+        let (v, out) = run(
+            "m64n16k16.f32.bf16.bf16.rs",
+            Swizzle::None,
+            Major::K,
+            Major::K,
+        );
+        let l = out.layout.expect("inferred");
+        assert!(out.validation.unwrap().passed());
+        let fd = v.d_frag();
+        for (i, &rc) in l.d.iter().enumerate() {
+            assert_eq!(rc, d_coord(&fd, i), "D slot {i}");
+        }
+        let fa = v.a_frag();
+        for (i, &rc) in l.a_regs.as_ref().unwrap().iter().enumerate() {
+            assert_eq!(rc, a_reg_coord(&fa, i), "A slot {i}");
+        }
+        eprintln!("{:?}", out.work);
+    }
+
+    #[test]
+    fn shared_memory_maps_follow_the_descriptor() {
+        for (id, sw, am, bm) in [
+            (
+                "m64n16k16.f32.bf16.bf16.ss",
+                Swizzle::B128,
+                Major::K,
+                Major::K,
+            ),
+            (
+                "m64n64k16.f32.bf16.bf16.ss",
+                Swizzle::B64,
+                Major::MN,
+                Major::MN,
+            ),
+            ("m64n8k8.f32.tf32.tf32.ss", Swizzle::B32, Major::K, Major::K),
+            (
+                "m64n16k32.f32.e4m3.e4m3.ss",
+                Swizzle::None,
+                Major::K,
+                Major::K,
+            ),
+        ] {
+            let (v, out) = run(id, sw, am, bm);
+            let l = out.layout.unwrap_or_else(|e| panic!("{id}: {e}"));
+            assert!(out.validation.unwrap().passed(), "{id}");
+            let s = Setting::packed(&v, sw, am, bm);
+            for e in l.a_smem.as_ref().unwrap() {
+                let want = element_bit_addr(am, &s.a_desc, sw, v.elem_bits(), e.row, e.col);
+                assert_eq!(
+                    e.byte * 8 + e.bit as i64,
+                    want as i64,
+                    "{id} A ({}, {})",
+                    e.row,
+                    e.col
+                );
+            }
+            assert_eq!(l.b_smem.len() as u32, v.n * v.k);
+            eprintln!("{id}: {:?}", out.work);
+        }
+    }
+
+    /// A D layout and an A register layout the documentation does not have (threads rotated,
+    /// registers reversed) and a 128B descriptor that applies the 64B XOR: the probe must find
+    /// what the emulator does, not what the documentation says.
+    #[test]
+    fn the_inference_recovers_what_it_was_not_told() {
+        use crate::wgmma::emulator::Overrides;
+        let v = find("m64n32k16.f32.f16.f16.rs").unwrap();
+        let (fd, fa) = (v.d_frag(), v.a_frag());
+        let permute =
+            |f: &crate::wgmma::RegFrag, coord: fn(&crate::wgmma::RegFrag, usize) -> (u32, u32)| {
+                (0..f.slots())
+                    .map(|i| {
+                        let (t, r, e) = f.slot(i);
+                        coord(f, f.index((t + 37) % THREADS, f.regs - 1 - r, e))
+                    })
+                    .collect::<Vec<_>>()
+            };
+        let d = permute(&fd, d_coord);
+        let a = permute(&fa, a_reg_coord);
+        let emu = WgEmulator::with(Overrides {
+            d: Some(d.clone()),
+            a_regs: Some(a.clone()),
+            pattern: None,
+        });
+        let s = Setting::packed(&v, Swizzle::None, Major::K, Major::K);
+        let out = probe(&emu, &v, &s, 3).unwrap();
+        let l = out.layout.expect("inferred");
+        assert!(out.validation.unwrap().passed());
+        // Row and column labels are pinned only up to the symmetry; with the documented D
+        // partition gone, they follow first appearance. The structure must match exactly:
+        // D slots that share a row in the emulator share one in the measurement, and so on.
+        let same_partition = |x: &[(u32, u32)], y: &[(u32, u32)], part: fn(&(u32, u32)) -> u32| {
+            let mut fwd = std::collections::HashMap::new();
+            x.iter()
+                .zip(y)
+                .all(|(p, q)| *fwd.entry(part(p)).or_insert(part(q)) == part(q))
+        };
+        assert!(same_partition(&l.d, &d, |c| c.0));
+        assert!(same_partition(&l.d, &d, |c| c.1));
+        assert!(same_partition(l.a_regs.as_ref().unwrap(), &a, |c| c.0));
+        assert!(same_partition(l.a_regs.as_ref().unwrap(), &a, |c| c.1));
+
+        // Swizzle: the descriptor says 128B, the emulator XORs the 64B pattern.
+        let v = find("m64n64k16.f32.bf16.bf16.ss").unwrap();
+        let emu = WgEmulator::with(Overrides {
+            pattern: Some(|s| if s == Swizzle::B128 { Swizzle::B64 } else { s }),
+            ..Default::default()
+        });
+        let s = Setting::packed(&v, Swizzle::B128, Major::K, Major::K);
+        let out = probe(&emu, &v, &s, 3).unwrap();
+        let l = out.layout.expect("inferred");
+        assert!(out.validation.unwrap().passed());
+        for e in l.a_smem.as_ref().unwrap() {
+            let want = element_bit_addr(Major::K, &s.a_desc, Swizzle::B64, 16, e.row, e.col);
+            assert_eq!(e.byte * 8, want as i64, "A ({}, {})", e.row, e.col);
+        }
+        let fit = crate::wgmma::smem::fit(&l.a_smem.unwrap(), s.a_desc.start).expect("fits");
+        assert_eq!(fit.xor, Swizzle::B64);
+    }
+}

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The wgmma probes on an sm_90a GPU, in one device call: one variant as a check, the whole
+# dense catalog timed (maps to a scratch folder, logs to $OUT), the maps committed under
+# reports/sm_90/wgmma (every type set at N = 16 from registers, bf16 and e4m3 at N = 64 and
+# 256), and the shared-memory studies.
+#
+# Usage (from the checkout root on the device): tests/gpu/run-wgmma-on-device.sh
+# Needs .dev/bin/fp4probe (built elsewhere and carried) and $OUT.
+set -uo pipefail
+B=.dev/bin/fp4probe
+OUT=${OUT:-/tmp/fp4probe-wgmma-out}
+mkdir -p "$OUT"
+nvidia-smi -L | tee "$OUT/device.txt"
+"$B" wgmma probe --backend cuda --variant m64n64k16.f32.bf16.bf16.ss -o "$OUT/check" 2>&1 | tee "$OUT/check.log"
+scratch=$(mktemp -d)
+t0=$(date +%s.%N)
+"$B" wgmma probe --backend cuda --all -o "$scratch/all" >"$OUT/all.log" 2>&1
+echo "whole dense catalog: $(echo "$(date +%s.%N) - $t0" | bc) s wall (process)" | tee "$OUT/all.time"
+tail -3 "$OUT/all.log"
+grep -c " passed " "$OUT/all.log"; grep " FAILED " "$OUT/all.log" | head -20
+# The maps kept in the repository.
+keep="$OUT/reports/wgmma"
+mkdir -p "$keep"
+for id in $(grep -oE '^m64n16k[0-9]+\S*\.rs ' "$OUT/all.log") \
+    m64n64k16.f32.bf16.bf16.ss m64n256k16.f32.bf16.bf16.rs m64n64k32.f32.e4m3.e4m3.ss m64n256k32.f32.e4m3.e4m3.rs; do
+    cp "$scratch/all/$id".json "$scratch/all/$id".csv "$keep/" 2>/dev/null
+done
+"$B" wgmma probe --backend cuda --filter m64n64k16 --major MN --swizzle 128B -o "$scratch/mn128" 2>&1 | tee "$OUT/mn128.log" | tail -4
+t0=$(date +%s.%N)
+"$B" wgmma smem --backend cuda -o "$keep" >"$OUT/smem.log" 2>&1
+echo "shared-memory studies: $(echo "$(date +%s.%N) - $t0" | bc) s wall (process)" | tee "$OUT/smem.time"
+tail -2 "$OUT/smem.log"
+du -sh "$keep"
+rm -rf "$scratch"
