@@ -159,9 +159,10 @@ impl Desc {
             | self.swizzle.code() << 62
     }
 
-    /// The descriptor without its start address: the probe kernel adds the start field.
+    /// The descriptor of the region at base 0: the probe kernel adds `base >> 4`, which
+    /// lands in the start field (shared addresses stay below 2^18, so the field cannot carry).
     pub fn template(&self) -> u64 {
-        self.encode(0) & !0x3FFF
+        self.encode(0)
     }
 }
 
@@ -184,8 +185,8 @@ mod tests {
         assert_eq!((e >> 32) & 0x3FFF, 64);
         assert_eq!((e >> 49) & 7, 5);
         assert_eq!(e >> 62, 2);
-        assert_eq!(d.template() & 0x3FFF, 0);
-        assert_eq!(d.template() | (0x1400 >> 4), e);
+        // What the probe kernel computes: the template plus the base address >> 4.
+        assert_eq!(d.template() + (0x1000 >> 4), e);
     }
 
     #[test]

@@ -15,7 +15,7 @@ nvidia-smi -L | tee "$OUT/device.txt"
 scratch=$(mktemp -d)
 t0=$(date +%s.%N)
 "$B" wgmma probe --backend cuda --all -o "$scratch/all" >"$OUT/all.log" 2>&1
-echo "whole dense catalog: $(echo "$(date +%s.%N) - $t0" | bc) s wall (process)" | tee "$OUT/all.time"
+echo "whole dense catalog: $(echo "$(date +%s.%N) - $t0" | python3 -c "import sys; print(round(eval(sys.stdin.read()), 2))") s wall (process)" | tee "$OUT/all.time"
 tail -3 "$OUT/all.log"
 grep -c " passed " "$OUT/all.log"; grep " FAILED " "$OUT/all.log" | head -20
 # The maps kept in the repository.
@@ -28,7 +28,7 @@ done
 "$B" wgmma probe --backend cuda --filter m64n64k16 --major MN --swizzle 128B -o "$scratch/mn128" 2>&1 | tee "$OUT/mn128.log" | tail -4
 t0=$(date +%s.%N)
 "$B" wgmma smem --backend cuda -o "$keep" >"$OUT/smem.log" 2>&1
-echo "shared-memory studies: $(echo "$(date +%s.%N) - $t0" | bc) s wall (process)" | tee "$OUT/smem.time"
+echo "shared-memory studies: $(echo "$(date +%s.%N) - $t0" | python3 -c "import sys; print(round(eval(sys.stdin.read()), 2))") s wall (process)" | tee "$OUT/smem.time"
 tail -2 "$OUT/smem.log"
 du -sh "$keep"
 rm -rf "$scratch"
