@@ -87,10 +87,16 @@ impl WgVariant {
         Target::sm_a(9, 0)
     }
 
-    /// PTX ISA version of the probe modules: 8.0 introduced wgmma; the device's driver loads
-    /// up to 9.0 and the probes use nothing newer than 8.0 offers.
+    /// PTX ISA version the variant needs, as ptxas enforces it: 8.0 introduced wgmma, 8.2 its
+    /// sparse forms, 8.4 mixed integer types (s8 × u8, u8 × s8; dense and sparse).
     pub fn ptx_version(&self) -> &'static str {
-        "8.0"
+        if !self.a.is_float() && self.a != self.b {
+            "8.4"
+        } else if self.sparse {
+            "8.2"
+        } else {
+            "8.0"
+        }
     }
 
     /// f16 and bf16 accept the transpose immediates (A: only from shared memory).
