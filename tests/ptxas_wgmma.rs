@@ -260,32 +260,51 @@ fn every_catalog_entry_assembles_for_sm_90a() {
     );
 }
 
-/// wgmma needs the arch-specific target: one entry of each opcode shape family (n64, every type
-/// set, both sources, dense and sparse) is refused for plain sm_90.
+/// wgmma needs the arch-specific target: for plain sm_90 ptxas refuses every catalog entry's
+/// instruction, each on its own line ("... not supported on .target 'sm_90'").
 #[test]
 fn sm_90_without_a_is_rejected() {
     if !have_ptxas() {
         return;
     }
     let sm90 = Target::sm(9, 0);
-    let sample: Vec<WgVariant> = catalog().into_iter().filter(|v| v.n == 64).collect();
-    assert!(sample.len() > 40, "{}", sample.len());
-    let results = par_map(&sample, |v| {
-        tools::assemble(
-            &module(std::slice::from_ref(v), v.ptx_version(), sm90),
-            sm90,
-        )
-    });
+    let mods = modules(sm90);
+    let results = par_map(&mods, |(_, ptx)| tools::assemble(ptx, sm90));
     let mut failures = Vec::new();
-    for (v, r) in sample.iter().zip(results) {
-        match r {
-            Ok(_) => failures.push(format!("{}: ptxas accepted it for sm_90", v.id())),
-            Err(AssembleError::Rejected { log })
-                if log.contains("not supported on .target 'sm_90'") => {}
-            Err(e) => failures.push(format!("{}: {}", v.id(), message(&e))),
+    let mut checked = 0;
+    for ((vs, ptx), r) in mods.iter().zip(results) {
+        let log = match r {
+            Ok(_) => {
+                failures.push(format!(
+                    "a module of {} entries assembled for sm_90",
+                    vs.len()
+                ));
+                continue;
+            }
+            Err(AssembleError::Rejected { log }) => log,
+            Err(e) => panic!("{e}"),
+        };
+        let refused: std::collections::HashSet<usize> = log
+            .lines()
+            .filter(|l| l.contains("not supported on .target 'sm_90'"))
+            .filter_map(|l| l.split("line ").nth(1)?.split(';').next()?.parse().ok())
+            .collect();
+        let mut entry = None;
+        for (n, line) in ptx.lines().enumerate() {
+            if let Some(rest) = line.strip_prefix(".visible .entry wg") {
+                entry = rest.split('(').next().and_then(|i| i.parse::<usize>().ok());
+            }
+            if line.trim_start().starts_with("wgmma.mma_async") {
+                checked += 1;
+                if !refused.contains(&(n + 1)) {
+                    let id = entry.map_or("?".into(), |i| vs[i].id());
+                    failures.push(format!("{id}: line {} not refused for sm_90", n + 1));
+                }
+            }
         }
     }
-    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    assert!(checked >= catalog().len(), "{checked}");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
 #[test]
