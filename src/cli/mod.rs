@@ -80,7 +80,8 @@ fn after_help() -> String {
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
-    /// List every mma.sync variant from sm_80 to sm_120a: registers, containers, targets.
+    /// List every mma.sync variant from sm_80 to sm_120a (and, with --family wgmma, every
+    /// sm_90a wgmma.mma_async variant): registers, containers, targets.
     Catalog(catalog::Args),
     /// Measure slot → (row, col) maps of A, B, C and D by one-hot experiments, then validate.
     Fragment(fragment::Args),

@@ -14,6 +14,7 @@ pub mod kernel;
 pub mod map;
 pub mod model;
 pub mod probe;
+pub mod rejected;
 pub mod smem;
 
 pub use catalog::catalog;
@@ -95,11 +96,13 @@ impl WgVariant {
         Target::sm_a(9, 0)
     }
 
-    /// PTX ISA version a module holding this variant declares: 8.0 introduced wgmma, and
-    /// ptxas wants 8.4 for mixed integer types (s8 × u8). The device's driver loads up to 9.0.
+    /// PTX ISA version the variant needs, as ptxas enforces it: 8.0 introduced wgmma, 8.2 its
+    /// sparse forms, 8.4 mixed integer types (s8 × u8, u8 × s8; dense and sparse).
     pub fn ptx_version(&self) -> &'static str {
         if !self.a.is_float() && self.a != self.b {
             "8.4"
+        } else if self.sparse {
+            "8.2"
         } else {
             "8.0"
         }
@@ -179,7 +182,8 @@ pub struct WgOperands {
     pub b_desc: String,
     /// The `scale-d` predicate: false makes the instruction ignore D's old value.
     pub scale_d: String,
-    /// Sparse forms: the metadata register and the sparsity selector (0 or 1).
+    /// Sparse forms: the metadata register and the sparsity selector (0 or 1 for f16, bf16
+    /// and tf32; ptxas takes only 0 for the 8-bit types).
     pub sp_meta: String,
     pub sp_sel: u32,
 }
@@ -290,21 +294,33 @@ impl RegFrag {
 }
 
 /// Look a variant up by id, or by the PTX opcode with `.ss`/`.rs` appended (`ss` when no
-/// source is named).
+/// source is named; an id without its source is `ss` too).
 pub fn find(text: &str) -> Option<WgVariant> {
     let text = text.trim().trim_end_matches(';');
     let text = text.split_whitespace().next().unwrap_or("");
-    let cat = catalog();
-    if let Some(v) = cat.iter().find(|v| v.id() == text) {
-        return Some(v.clone());
-    }
-    let (body, src) = match text.rsplit_once('.') {
-        Some((b, "ss")) => (b, ASource::Ss),
-        Some((b, "rs")) => (b, ASource::Rs),
-        _ => (text, ASource::Ss),
-    };
-    cat.into_iter().find(|v| {
-        v.a_src == src && (v.opcode() == body || v.id() == format!("{body}.{}", src.name()))
+    let (cat, index) = lookup();
+    index.get(text).map(|&i| cat[i].clone())
+}
+
+/// The catalog and every spelling [`find`] accepts, to the entry's position: built on first
+/// use, so a lookup is a hash probe rather than a walk over the catalog.
+fn lookup() -> &'static (Vec<WgVariant>, std::collections::HashMap<String, usize>) {
+    static LOOKUP: std::sync::OnceLock<(Vec<WgVariant>, std::collections::HashMap<String, usize>)> =
+        std::sync::OnceLock::new();
+    LOOKUP.get_or_init(|| {
+        let cat = catalog();
+        let mut index = std::collections::HashMap::new();
+        for (i, v) in cat.iter().enumerate() {
+            let src = v.a_src.name();
+            index.insert(v.id(), i);
+            index.insert(format!("{}.{src}", v.opcode()), i);
+            if v.a_src == ASource::Ss {
+                index.insert(v.opcode(), i);
+                let id = v.id();
+                index.insert(id[..id.len() - ".ss".len()].to_string(), i);
+            }
+        }
+        (cat, index)
     })
 }
 
@@ -344,5 +360,17 @@ mod tests {
                 .a_src,
             ASource::Ss
         );
+        assert_eq!(
+            find("m64n128k16.f32.bf16.bf16").unwrap().id(),
+            "m64n128k16.f32.bf16.bf16.ss"
+        );
+        assert_eq!(
+            find(" wgmma.mma_async.sp.sync.aligned.m64n64k32.f32.bf16.bf16.rs {%d0}, ...;")
+                .unwrap()
+                .id(),
+            "sp.m64n64k32.f32.bf16.bf16.rs"
+        );
+        assert_eq!(find("m64n40k32.s32.s8.s8.ss"), None);
+        assert_eq!(find(""), None);
     }
 }
