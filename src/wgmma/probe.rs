@@ -393,10 +393,11 @@ fn lit_sets(
             }
             let mut idx = 0;
             for b in 0..bits {
-                match d.value(e0 + 1 + b, slot) {
-                    x if x == 1.0 => idx |= 1 << b,
-                    x if x == 0.0 => {}
-                    _ => clean = false,
+                let x = d.value(e0 + 1 + b, slot);
+                if x == 1.0 {
+                    idx |= 1 << b;
+                } else if x != 0.0 {
+                    clean = false;
                 }
             }
             if idx >= g.len() {
