@@ -8,8 +8,8 @@ use crate::provenance::Provenance;
 use crate::wgmma::backend::{WgBackend, WgCuda};
 use crate::wgmma::desc::{Major, Swizzle};
 use crate::wgmma::emulator::WgEmulator;
-use crate::wgmma::kernel::{Transpose, probe_kernel};
-use crate::wgmma::map::{Status, WgLaneMap, WgSmemMap};
+use crate::wgmma::kernel::probe_kernel;
+use crate::wgmma::map::{Status, WgLaneMap, WgSmemMap, smem_csv_header, smem_stem};
 use crate::wgmma::probe::{Setting, Work, probe};
 use crate::wgmma::smem::{point, study_variant, sweep_settings};
 use crate::wgmma::{WgVariant, catalog, find};
@@ -238,11 +238,10 @@ fn run_probe(
     for v in picked {
         let setting = Setting::packed(v, swizzle, major, major);
         let out = probe(backend, v, &setting, common.seed)?;
-        let tr = Transpose {
-            a: setting.a_major == Major::MN,
-            b: setting.b_major == Major::MN,
-        };
-        let prov = Provenance::new(backend.info(), probe_kernel(v, tr));
+        let prov = Provenance::new(
+            backend.info(),
+            probe_kernel(v, setting.launch(v).transpose()),
+        );
         let map = WgLaneMap::new(v, &setting, &out, prov);
         let path = map.write(&dir, &outputs)?;
         let ok = map.status == Status::Passed;
@@ -274,16 +273,7 @@ fn run_probe(
         start.elapsed().as_secs_f64(),
         backend.info().name
     );
-    if emulator {
-        println!(
-            "NOTE: emulator results: the documented layouts run on the CPU, not hardware findings."
-        );
-    }
-    Ok(if failed == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    Ok(finish(emulator, failed))
 }
 
 fn run_smem(
@@ -294,15 +284,9 @@ fn run_smem(
     let dir = out_dir(common, backend);
     let outputs = Outputs::new(common.force);
     let emulator = backend.info().backend == BackendKind::Emulator;
-    let stem = |v: &WgVariant, s: Swizzle, m: Major| {
-        format!("smem.{}bit.{}.{}", v.elem_bits(), m.name(), s.name())
-    };
+    let stem = |v: &WgVariant, s: Swizzle, m: Major| smem_stem(v.elem_bits(), m, s);
     for (v, s, m) in studies {
-        let header = if v.elem_bits() < 8 {
-            crate::wgmma::map::SMEM_B1_CSV_HEADER
-        } else {
-            crate::wgmma::map::SMEM_CSV_HEADER
-        };
+        let header = smem_csv_header(v.elem_bits());
         outputs.check_result(&dir, &stem(v, *s, *m), Some(header), emulator)?;
     }
     let start = Instant::now();
@@ -341,11 +325,11 @@ fn run_smem(
             points.push(p);
         }
         let Some(packed) = packed else { continue };
-        let tr = Transpose {
-            a: *m == Major::MN,
-            b: *m == Major::MN,
-        };
-        let prov = Provenance::new(backend.info(), probe_kernel(v, tr));
+        let setting = Setting::packed(v, *s, *m, *m);
+        let prov = Provenance::new(
+            backend.info(),
+            probe_kernel(v, setting.launch(v).transpose()),
+        );
         let map = WgSmemMap::new(
             v,
             *s,
@@ -368,14 +352,19 @@ fn run_smem(
         start.elapsed().as_secs_f64(),
         backend.info().name
     );
+    Ok(finish(emulator, failed))
+}
+
+/// The closing lines both subcommands print, and their exit code.
+fn finish(emulator: bool, failed: usize) -> ExitCode {
     if emulator {
         println!(
             "NOTE: emulator results: the documented layouts run on the CPU, not hardware findings."
         );
     }
-    Ok(if failed == 0 {
+    if failed == 0 {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
-    })
+    }
 }

@@ -27,12 +27,8 @@ from D; k numbered in the documented order of row 0's A elements where the docum
 them, else in position order. Shared-memory bytes are offsets from the descriptor's start \
 address.";
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Status {
-    Passed,
-    Failed,
-}
+/// Passed (inferred and validated) or failed, as in the mma.sync lane maps.
+pub use crate::layout::lanemap::Status;
 
 /// A register operand's slots: `[thread, reg, elem, row, col]` in slot order.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -212,14 +208,23 @@ pub struct WgSmemMap {
     pub timing: Timing,
 }
 
+/// File stem of the study of `bits`-bit elements under `major` and `swizzle`.
+pub fn smem_stem(bits: u32, major: super::desc::Major, swizzle: super::desc::Swizzle) -> String {
+    format!("smem.{bits}bit.{}.{}", major.name(), swizzle.name())
+}
+
+/// CSV header of a study of `bits`-bit elements (b1 adds the bit within the byte).
+pub fn smem_csv_header(bits: u32) -> &'static str {
+    if bits < 8 {
+        SMEM_B1_CSV_HEADER
+    } else {
+        SMEM_CSV_HEADER
+    }
+}
+
 impl WgSmemMap {
     pub fn stem(&self) -> String {
-        format!(
-            "smem.{}bit.{}.{}",
-            self.elem_bits,
-            self.major.name(),
-            self.swizzle.name()
-        )
+        smem_stem(self.elem_bits, self.major, self.swizzle)
     }
 
     pub fn to_csv(&self) -> Result<String> {
@@ -250,11 +255,7 @@ impl WgSmemMap {
     }
 
     pub fn write(&self, dir: &Path, out: &Outputs) -> Result<PathBuf> {
-        let header = if self.elem_bits < 8 {
-            SMEM_B1_CSV_HEADER
-        } else {
-            SMEM_CSV_HEADER
-        };
+        let header = smem_csv_header(self.elem_bits);
         let csv = self.to_csv()?;
         out.write_result(
             dir,

@@ -20,7 +20,7 @@
 //! address, s = log2(W/16). The model ignores the base offset: what it does is measured.
 
 use super::desc::{Desc, Major, Swizzle};
-use super::{M, RegFrag, THREADS, WgVariant};
+use super::{M, RegFrag, WgVariant};
 use crate::formats::ElemType;
 
 /// (row, col) of D slot `index` in the documented layout.
@@ -155,11 +155,6 @@ pub fn decode_d(t: ElemType, bits: u64) -> f64 {
         ElemType::S32 => bits as u32 as i32 as f64,
         other => other.decode(bits),
     }
-}
-
-/// Threads of the warpgroup, for loops that read better with a name.
-pub fn threads() -> std::ops::Range<u32> {
-    0..THREADS
 }
 
 #[cfg(test)]
