@@ -130,7 +130,7 @@ fn launch(
 }
 
 /// A trip count that makes one launch take about `target_ms`.
-fn calibrate(mut run: impl FnMut(u64) -> Result<f64>, target_ms: f64) -> Result<u64> {
+pub(crate) fn calibrate(mut run: impl FnMut(u64) -> Result<f64>, target_ms: f64) -> Result<u64> {
     let mut iters = 16u64;
     loop {
         let ms = run(iters)?;

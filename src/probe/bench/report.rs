@@ -313,19 +313,36 @@ pub fn merge_csv(
     reports: &[BenchReport],
     out: &crate::outfile::Outputs,
 ) -> Result<(PathBuf, bool)> {
-    let path = dir.join("bench.csv");
-    let header = CSV_HEADER.join(",");
-    let ours = crate::outfile::Ours::marked(&header);
-    out.check(&path, ours)?;
-    let fresh: std::collections::BTreeSet<&str> =
-        reports.iter().map(|r| r.variant.as_str()).collect();
+    let fresh: Vec<&str> = reports.iter().map(|r| r.variant.as_str()).collect();
+    let rows = reports
+        .iter()
+        .flat_map(|r| r.csv_rows().into_iter().map(|row| row.to_vec()))
+        .collect();
+    merge_rows(&dir.join("bench.csv"), &CSV_HEADER, &fresh, rows, out)
+}
+
+/// Merge `rows` into the CSV at `path` whose first column is the variant: earlier rows of the
+/// variants in `fresh` go, rows of other variants stay, in their order, and `rows` follow. A
+/// file there with another header is not this table: it is refused, or replaced when `out` is
+/// forced (the returned flag says so).
+pub fn merge_rows(
+    path: &Path,
+    header: &[&str],
+    fresh: &[&str],
+    new_rows: Vec<Vec<String>>,
+    out: &crate::outfile::Outputs,
+) -> Result<(PathBuf, bool)> {
+    let joined = header.join(",");
+    let ours = crate::outfile::Ours::marked(&joined);
+    out.check(path, ours)?;
+    let fresh: std::collections::BTreeSet<&str> = fresh.iter().copied().collect();
     let mut rows: Vec<Vec<String>> = Vec::new();
     let mut replaced_foreign = false;
     if path.is_file() {
-        let mut rd = csv::Reader::from_path(&path)
+        let mut rd = csv::Reader::from_path(path)
             .with_context(|| format!("cannot read {}", path.display()))?;
         let found: Vec<String> = rd.headers()?.iter().map(str::to_string).collect();
-        if found == CSV_HEADER {
+        if found == header {
             for rec in rd.records() {
                 let rec = rec.with_context(|| format!("reading {}", path.display()))?;
                 if !fresh.contains(rec.get(0).unwrap_or("")) {
@@ -336,15 +353,15 @@ pub fn merge_csv(
             replaced_foreign = true;
         }
     }
-    for r in reports {
-        rows.extend(r.csv_rows().into_iter().map(|row| row.to_vec()));
-    }
+    rows.extend(new_rows);
     let mut w = csv::Writer::from_writer(Vec::new());
-    w.write_record(CSV_HEADER)?;
+    w.write_record(header)?;
     for row in rows {
         w.write_record(row)?;
     }
-    out.create_dir(dir)?;
-    out.write(&path, w.into_inner()?, ours)?;
-    Ok((path, replaced_foreign))
+    if let Some(dir) = path.parent() {
+        out.create_dir(dir)?;
+    }
+    out.write(path, w.into_inner()?, ours)?;
+    Ok((path.to_path_buf(), replaced_foreign))
 }

@@ -1,6 +1,7 @@
 //! Which ptxas assembles bench kernels, and which disassembler reads them back.
 
 use crate::isa::Target;
+use crate::tempdir::TempDir;
 use crate::tools::{self, AssembleError};
 use anyhow::{Result, anyhow};
 use serde::{Deserialize, Serialize};
@@ -123,6 +124,30 @@ impl Toolchain {
     /// `ptxas -arch=<target>`: the cubin, or everything ptxas printed.
     pub fn assemble(&self, ptx: &str, target: Target) -> Result<Vec<u8>, AssembleError> {
         tools::assemble_with(&self.ptxas, ptx, target)
+    }
+
+    /// `ptxas -arch=<target>` as [`Toolchain::assemble`], also returning what ptxas printed on
+    /// success: its advisories (e.g. C7515, wgmma serialised) are part of what the guard checks.
+    pub fn assemble_logged(
+        &self,
+        ptx: &str,
+        target: Target,
+    ) -> Result<(Vec<u8>, String), AssembleError> {
+        let dir = TempDir::new("fp4probe-")?;
+        std::fs::write(dir.path("bench.ptx"), ptx)?;
+        let out = Command::new(&self.ptxas)
+            .current_dir(dir.root())
+            // ptxas's own scratch files (tmpxft_*) go into the folder too, and with it.
+            .env("TMPDIR", dir.root())
+            .arg(format!("-arch={target}"))
+            .args(["bench.ptx", "-o", "bench.cubin"])
+            .output()?;
+        let mut log = String::from_utf8_lossy(&out.stdout).into_owned();
+        log += &String::from_utf8_lossy(&out.stderr);
+        if !out.status.success() {
+            return Err(AssembleError::Rejected { log });
+        }
+        Ok((std::fs::read(dir.path("bench.cubin"))?, log))
     }
 
     /// The SASS of a cubin (`cuobjdump --dump-sass`, or `nvdisasm`).
