@@ -7,6 +7,7 @@
 //! `sp.m64n256k32.f32.bf16.bf16.ss`. File names use the id as it is.
 
 pub mod backend;
+pub mod bench;
 pub mod catalog;
 pub mod desc;
 pub mod emulator;
