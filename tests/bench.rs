@@ -5,7 +5,12 @@
 //! - the SASS guard, on cubins from the pinned ptxas for sm_90, finds the expected tensor
 //!   instruction count in the timed loop for bf16 m16n8k16 (1 HMMA per mma.sync) and e4m3
 //!   m16n8k32 (2 HMMA + 12 F2FP per mma.sync), and rejects a loop ptxas folded;
-//! - SASS parsing, inputs, statistics, the CSV merge, and the no-GPU error.
+//! - SASS parsing, inputs, statistics, the CSV merge, and the no-GPU error;
+//! - wgmma (sm_90a): the bf16 m64n256k16 and e4m3 m64n256k32 kernels (ss, rs) pass the guard with
+//!   exactly 4 HGMMA/QGMMA and one WARPGROUP.DEPBAR per iteration (8 and 8 in the latency loop);
+//!   kernels across N, types and both layouts assemble and verify; the guard rejects ptxas's
+//!   serialised loops (C7512, C7517) and wrong counts; bad `--wgmma` inputs are refused with
+//!   exit 2 before any device work; the report's JSON and CSV. One GPU test, `#[ignore]`d.
 //!
 //! The ptxas tests need ptxas (and cuobjdump or nvdisasm): `.ci/install-cuda-tools` puts the
 //! pinned ones under `.tools/`. Without them they print "skipped" and pass, except under CI
@@ -582,4 +587,628 @@ fn bench_sass_only_works_without_a_gpu() {
         out.contains("kernel 2 chain(s) × 8 step(s), 1 A/B set(s) per chain: verified"),
         "{out}"
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// wgmma (sm_90a)
+// ---------------------------------------------------------------------------------------------
+
+use fp4probe::probe::bench::wgmma::{
+    WG_BENCH_SCHEMA, WG_CSV_HEADER, WgBenchReport, WgPoint, WgSettings, loop_summary, merge_wg_csv,
+    sweep_table,
+};
+use fp4probe::probe::bench::wgmma_prepare::{WgPlan, build_wg_kernel, prepare_wgmma};
+use fp4probe::wgmma::bench::{
+    Layout, WgShape, bench_variant, check_wg_loop, element_codes, type_set, unfit, wg_bench_kernel,
+    wg_inputs, wgmma_advisories,
+};
+
+fn sm90a() -> Target {
+    Target::sm_a(9, 0)
+}
+
+/// The headline kernels: bf16 m64n256k16 and e4m3 m64n256k32, ss and rs. Every kernel that is
+/// built passes the guard with exactly the expected HGMMA/QGMMA per iteration and one
+/// WARPGROUP.DEPBAR per commit group; the ones that cannot fit the registers are not built.
+#[test]
+fn wgmma_sass_guard_verifies_the_m64n256_kernels() {
+    let Some(tc) = toolchain(true) else { return };
+    let ids = [
+        "m64n256k16.f32.bf16.bf16.ss",
+        "m64n256k16.f32.bf16.bf16.rs",
+        "m64n256k32.f32.e4m3.e4m3.ss",
+        "m64n256k32.f32.e4m3.e4m3.rs",
+    ];
+    let vs: Vec<_> = ids.iter().map(|i| bench_variant(i).unwrap()).collect();
+    let plan = WgPlan::default();
+    let ps = prepare_wgmma(&vs, sm90a(), Some(&tc), &plan, 8);
+    for p in &ps {
+        let mnemonic = if p.variant.a == ElemType::Bf16 {
+            "HGMMA.64x256x16.F32.BF16"
+        } else {
+            "QGMMA.64x256x32.F32.E4M3.E4M3"
+        };
+        let lat = &p.latency().check;
+        println!("{} latency: {}", p.variant.id(), lat.cell());
+        assert_eq!(lat.status, CheckStatus::Verified, "{}", lat.detail);
+        assert_eq!(lat.found, Some(8));
+        assert_eq!(lat.loop_opcodes.get(mnemonic), Some(&8), "{lat:?}");
+        assert_eq!(lat.loop_opcodes.get("WARPGROUP.DEPBAR.LE"), Some(&8));
+        let mut built = 0;
+        for k in p.throughput() {
+            println!("  {:?}: {}", k.shape, k.check.cell());
+            if k.shape.chains == 2 || (p.variant.id().ends_with(".rs") && k.shape.warpgroups == 3) {
+                // 2 × 128 accumulators, or 128 + 16 A registers in a CTA of 384 threads.
+                assert!(k.skipped.is_some(), "{:?} should not fit", k.shape);
+                continue;
+            }
+            built += 1;
+            let c = &k.check;
+            assert_eq!(c.status, CheckStatus::Verified, "{}", c.detail);
+            assert_eq!(c.found, Some(4));
+            assert_eq!(c.loop_opcodes.get(mnemonic), Some(&4), "{c:?}");
+            assert_eq!(c.loop_opcodes.get("WARPGROUP.DEPBAR.LE"), Some(&1));
+            assert!(
+                c.loop_sass
+                    .iter()
+                    .any(|l| l.contains("WARPGROUP.DEPBAR.LE gsb0, 0x1")),
+                "{:?}",
+                c.loop_sass
+            );
+            assert!(wgmma_advisories(&k.ptxas_log).is_empty(), "{}", k.ptxas_log);
+            assert_eq!(
+                loop_summary(c),
+                format!("4 × {mnemonic}, 1 × WARPGROUP.ARRIVE, 1 × WARPGROUP.DEPBAR.LE")
+            );
+        }
+        assert!(built >= 2, "{}: {built} throughput kernels", p.variant.id());
+        assert!(p.all_verified());
+    }
+}
+
+/// Kernels for a spread of N, element types, sources and both layouts assemble and pass the
+/// guard: 2 warpgroups with groups of 4 and the latency kernel.
+#[test]
+fn wgmma_kernels_assemble_and_verify_across_n_and_types() {
+    let Some(tc) = toolchain(true) else { return };
+    let sets = [
+        "f32.bf16.bf16.ss",
+        "f16.f16.f16.rs",
+        "f32.tf32.tf32.ss",
+        "f16.e5m2.e4m3.rs",
+        "s32.s8.s8.ss",
+        "satfinite.s32.u8.s8.rs",
+        "s32.b1.b1.and.popc.ss",
+    ];
+    let mut jobs = Vec::new();
+    for set in sets {
+        for v in type_set(set).unwrap() {
+            if [8, 16, 64, 136, 256].contains(&v.n) {
+                for (i, layout) in [Layout::Swizzle128, Layout::Interleave]
+                    .into_iter()
+                    .enumerate()
+                {
+                    // Both layouts for the throughput kernel, the default one for latency.
+                    jobs.push((v.clone(), WgShape::throughput(2, 1, 4, 1, layout)));
+                    if i == 0 {
+                        jobs.push((v.clone(), WgShape::latency(4, layout)));
+                    }
+                }
+            }
+        }
+    }
+    assert!(jobs.len() > 80, "{}", jobs.len());
+    let failures: Vec<String> = par_map(&jobs, |(v, s)| {
+        let k = build_wg_kernel(v, sm90a(), Some(&tc), *s);
+        (k.check.status != CheckStatus::Verified)
+            .then(|| format!("{} {s:?}: {}", v.id(), k.check.detail))
+    })
+    .into_iter()
+    .flatten()
+    .collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The guard refuses what it must: ptxas serialising wgmma for lack of registers, a wait_group
+/// ptxas injected because the loop touches an accumulator, and a count that is not the kernel's.
+#[test]
+fn wgmma_sass_guard_rejects_serialised_and_miscounted_loops() {
+    let Some(tc) = toolchain(true) else { return };
+    let v = bench_variant("m64n256k16.f32.bf16.bf16.rs").unwrap();
+    // 3 warpgroups leave 168 registers a thread: 128 accumulators + 16 A registers do not fit,
+    // so ptxas serialises (C7512) and spills. The plan would not build it; force it here.
+    let shape = WgShape::throughput(3, 1, 4, 1, Layout::Swizzle128);
+    assert!(unfit(&v, shape).is_some());
+    let (cubin, log) = tc
+        .assemble_logged(&wg_bench_kernel(&v, sm90a(), shape), sm90a())
+        .unwrap();
+    let c = check_wg_loop(&tc.sass(&cubin).unwrap(), &log, &v, shape);
+    println!("{}", c.cell());
+    assert_eq!(c.status, CheckStatus::Rejected);
+    assert!(c.detail.contains("serialized"), "{}", c.detail);
+    assert!(
+        c.detail.contains("WARPGROUP.DEPBAR per loop iteration"),
+        "{}",
+        c.detail
+    );
+
+    // An accumulator read inside the loop: ptxas injects a wait_group (C7517).
+    let v = bench_variant("m64n128k16.f32.bf16.bf16.ss").unwrap();
+    let shape = WgShape::throughput(2, 1, 4, 1, Layout::Swizzle128);
+    let ptx = wg_bench_kernel(&v, sm90a(), shape).replace(
+        "    wgmma.commit_group.sync.aligned;\n",
+        "    wgmma.commit_group.sync.aligned;\n    add.f32 %d0_0, %d0_0, 0f3F800000;\n",
+    );
+    let (cubin, log) = tc.assemble_logged(&ptx, sm90a()).unwrap();
+    let sass = tc.sass(&cubin).unwrap();
+    let c = check_wg_loop(&sass, &log, &v, shape);
+    println!("{}", c.cell());
+    assert_eq!(c.status, CheckStatus::Rejected);
+    assert!(!wgmma_advisories(&log).is_empty(), "{log}");
+
+    // The untouched kernel passes, and the same SASS judged against another shape does not.
+    let (cubin, log) = tc
+        .assemble_logged(&wg_bench_kernel(&v, sm90a(), shape), sm90a())
+        .unwrap();
+    let sass = tc.sass(&cubin).unwrap();
+    assert_eq!(
+        check_wg_loop(&sass, &log, &v, shape).status,
+        CheckStatus::Verified
+    );
+    let eight = WgShape::throughput(2, 1, 8, 1, Layout::Swizzle128);
+    let c = check_wg_loop(&sass, &log, &v, eight);
+    assert_eq!(c.status, CheckStatus::Rejected);
+    assert_eq!((c.found, c.expected), (Some(4), Some(8)));
+    let two = WgShape::throughput(2, 1, 4, 2, Layout::Swizzle128);
+    assert_eq!(
+        check_wg_loop(&sass, &log, &v, two).status,
+        CheckStatus::Rejected
+    );
+    let other = bench_variant("m64n256k16.f32.bf16.bf16.ss").unwrap();
+    let c = check_wg_loop(&sass, &log, &other, shape);
+    assert_eq!(c.status, CheckStatus::Rejected);
+    assert!(
+        c.detail.contains("other than HGMMA.64x256x16"),
+        "{}",
+        c.detail
+    );
+}
+
+/// The guard on canned listings (no tools): one iteration, a second DEPBAR, a spill.
+#[test]
+fn wgmma_sass_guard_on_canned_listings() {
+    let good = r#"
+        /*0800*/                   CS2R R4, SR_CLOCKLO ;
+        /*0830*/                   WARPGROUP.ARRIVE ;
+        /*0840*/                   UMOV UR8, UR17 ;
+        /*0890*/                   HGMMA.64x256x16.F32.BF16 R24, gdesc[UR8], R24 ;
+        /*0900*/                   HGMMA.64x256x16.F32.BF16 R24, gdesc[UR8], R24 ;
+        /*0950*/                   HGMMA.64x256x16.F32.BF16 R24, gdesc[UR8], R24 ;
+        /*09a0*/                   HGMMA.64x256x16.F32.BF16 R24, gdesc[UR8], R24, gsb0 ;
+        /*09b0*/                   WARPGROUP.DEPBAR.LE gsb0, 0x1 ;
+        /*09c0*/              @!P0 BRA 0x830 ;
+        /*09d0*/                   WARPGROUP.DEPBAR.LE gsb0, 0x0 ;
+        /*09e0*/                   CS2R R6, SR_CLOCKLO ;
+        /*09f0*/                   EXIT ;
+"#;
+    let v = bench_variant("m64n256k16.f32.bf16.bf16.ss").unwrap();
+    let shape = WgShape::throughput(2, 1, 4, 1, Layout::Swizzle128);
+    let c = check_wg_loop(good, "", &v, shape);
+    assert_eq!(c.status, CheckStatus::Verified, "{}", c.detail);
+    assert_eq!(c.loop_sass.len(), 8);
+    let serial = good.replace(
+        "/*0900*/                   HGMMA.64x256x16.F32.BF16 R24, gdesc[UR8], R24 ;",
+        "/*0900*/                   HGMMA.64x256x16.F32.BF16 R24, gdesc[UR8], R24, gsb0 ;\n        /*0910*/                   WARPGROUP.DEPBAR.LE gsb0, 0x0 ;",
+    );
+    let c = check_wg_loop(&serial, "", &v, shape);
+    assert_eq!(c.status, CheckStatus::Rejected);
+    assert!(c.detail.contains("2 WARPGROUP.DEPBAR"), "{}", c.detail);
+    let spill = good.replace(
+        "/*09f0*/                   EXIT ;",
+        "/*09f0*/                   STL [R1], R2 ;\n        /*0a00*/                   EXIT ;",
+    );
+    let c = check_wg_loop(&spill, "", &v, shape);
+    assert_eq!(c.status, CheckStatus::Rejected);
+    assert!(c.detail.contains("register spills"), "{}", c.detail);
+    let log = "ptxas info    : (C7515) Potential Performance Loss: wgmma.mma_async instructions are serialized due to the presence of Extern calls in the function 'k'";
+    let c = check_wg_loop(good, log, &v, shape);
+    assert_eq!(c.status, CheckStatus::Rejected);
+    assert!(c.detail.contains("C7515"), "{}", c.detail);
+    assert!(wgmma_advisories("ptxas info    : Used 154 registers").is_empty());
+}
+
+#[test]
+fn wgmma_inputs_are_nonzero_and_in_range() {
+    for id in [
+        "m64n256k16.f32.bf16.bf16.ss",
+        "m64n64k16.f16.f16.f16.rs",
+        "m64n256k8.f32.tf32.tf32.rs",
+        "m64n256k32.f32.e4m3.e4m3.ss",
+        "m64n128k32.f16.e5m2.e4m3.rs",
+        "m64n256k32.s32.u8.s8.ss",
+        "m64n256k256.s32.b1.b1.and.popc.rs",
+    ] {
+        let v = bench_variant(id).unwrap();
+        for t in [v.a, v.b] {
+            let codes = element_codes(t);
+            for &c in &codes {
+                let x = t.decode(c);
+                assert!(x != 0.0, "{id}: zero code {c:#x}");
+                if t.is_float() {
+                    assert!((0.125..=0.5).contains(&x.abs()), "{id}: {x}");
+                } else {
+                    assert!(x.abs() <= 3.0, "{id}: {x}");
+                }
+            }
+            if t != ElemType::B1 {
+                assert!(codes.len() >= 3, "{id}: {} codes", codes.len());
+            }
+            if t.is_float() {
+                assert!(codes.iter().any(|&c| t.decode(c) < 0.0), "{id}: both signs");
+            }
+        }
+        let words = wg_inputs(&v, 3, 5);
+        let a_regs = fp4probe::wgmma::bench::a_reg_words(&v) as usize * 128;
+        let image = fp4probe::wgmma::bench::image_bytes(&v, 3) as usize / 4;
+        assert_eq!(words.len(), a_regs + image, "{id}");
+        let bits = v.a.value_bits();
+        for &w in &words {
+            assert!(w != 0, "{id}: a zero word");
+            if bits < 32 && v.a == v.b {
+                for e in 0..32 / bits {
+                    let c = (w as u64 >> (e * bits)) & ((1 << bits) - 1);
+                    assert!(
+                        bits == 1 || v.a.decode(c) != 0.0,
+                        "{id}: zero element in {w:#x}"
+                    );
+                }
+            }
+        }
+        assert_ne!(words, wg_inputs(&v, 3, 6), "{id}: the seed matters");
+    }
+}
+
+#[test]
+fn wgmma_type_sets_and_refusals() {
+    let bf16 = type_set("f32.bf16.bf16.ss").unwrap();
+    assert_eq!(bf16.len(), 32);
+    assert!(bf16.iter().all(|v| v.k == 16 && !v.sparse));
+    assert_eq!(
+        type_set("f32.bf16.bf16").unwrap(),
+        bf16,
+        "ss when no source is named"
+    );
+    assert_eq!(type_set("s32.s8.s8.rs").unwrap().len(), 18);
+    assert_eq!(type_set("satfinite.s32.u8.s8.ss").unwrap().len(), 18);
+    assert!(
+        type_set("sp.f32.bf16.bf16.ss")
+            .unwrap_err()
+            .contains("sparse")
+    );
+    assert!(type_set("f32.bf16.e4m3.ss").is_err());
+    let e = bench_variant("sp.m64n256k32.f32.bf16.bf16.ss").unwrap_err();
+    assert!(
+        e.contains("not benchmarked yet") && e.contains("m64n256k16.f32.bf16.bf16.ss"),
+        "{e}"
+    );
+    assert!(bench_variant("m64n256k16.f32.bf16.bf16.xx").is_err());
+    assert!(bench_variant("m64n256k16.f32.bf16.bf16.ss").is_ok());
+}
+
+fn fp4probe_cmd(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_fp4probe"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn wgmma_cli_refuses_bad_inputs_before_the_device() {
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["bench", "--wgmma", "m64n256k16.f32.bf16.bf16.zz"],
+            "not a wgmma catalog id",
+        ),
+        (
+            &["bench", "--wgmma", "sp.m64n256k64.f32.e4m3.e4m3.ss"],
+            "not benchmarked yet",
+        ),
+        (
+            &["bench", "--wgmma-sweep", "f32.bf16.e5m2.ss"],
+            "no wgmma type set",
+        ),
+        (&["bench", "--wgmma-sweep", "sp.f32.bf16.bf16.ss"], "sparse"),
+        (
+            &["bench", "--wgmma-sweep", "s32.s8.s8.ss", "--wgmma-n", "40"],
+            "has no N = 40",
+        ),
+        (
+            &[
+                "bench",
+                "--wgmma-sweep",
+                "f32.bf16.bf16.ss",
+                "--wgmma-n",
+                "300",
+            ],
+            "8..=256",
+        ),
+        (
+            &[
+                "bench",
+                "--wgmma",
+                "m64n256k16.f32.bf16.bf16.ss",
+                "--wgmma-sweep",
+                "f32.bf16.bf16",
+            ],
+            "cannot be used with",
+        ),
+        (
+            &[
+                "bench",
+                "--wgmma",
+                "m64n256k16.f32.bf16.bf16.ss",
+                "--chains",
+                "2",
+            ],
+            "cannot be used",
+        ),
+        (
+            &[
+                "bench",
+                "--wgmma",
+                "m64n256k16.f32.bf16.bf16.ss",
+                "--warpgroups",
+                "5",
+            ],
+            "1..=4",
+        ),
+        (
+            &[
+                "bench",
+                "--variant",
+                "m16n8k16.f32.bf16.bf16.f32",
+                "--warpgroups",
+                "2",
+            ],
+            "required",
+        ),
+        (
+            &[
+                "bench",
+                "--wgmma",
+                "m64n256k16.f32.bf16.bf16.ss",
+                "--sass-only",
+                "sm_100a",
+            ],
+            "sm_90a only",
+        ),
+    ];
+    for (args, want) in cases {
+        let o = fp4probe_cmd(args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert!(
+            !err.contains("needs a CUDA GPU"),
+            "{args:?} reached the device: {err}"
+        );
+    }
+}
+
+#[test]
+fn wgmma_bench_without_a_gpu_is_a_clear_error() {
+    if has_driver() {
+        println!("skipped: a CUDA driver is present");
+        return;
+    }
+    let o = fp4probe_cmd(&["bench", "--wgmma", "m64n256k16.f32.bf16.bf16.ss"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("needs a CUDA GPU"), "{err}");
+    assert!(err.contains("--sass-only sm_90a"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn wgmma_bench_sass_only_works_without_a_gpu() {
+    let Some(_) = toolchain(true) else { return };
+    let o = fp4probe_cmd(&[
+        "bench",
+        "--wgmma",
+        "m64n256k32.f32.e4m3.e4m3.ss",
+        "--sass-only",
+        "sm_90",
+        "--warpgroups",
+        "2",
+        "--accumulators",
+        "1",
+    ]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{out}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        out.contains("m64n256k32.f32.e4m3.e4m3.ss on sm_90a"),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "throughput kernel 2 WG × 1 acc, 1 group(s) of 4 wgmma, wait_group 1, swizzle128: \
+             verified"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "4 × QGMMA.64x256x32.F32.E4M3.E4M3, 1 × WARPGROUP.ARRIVE, 1 × WARPGROUP.DEPBAR.LE"
+        ),
+        "{out}"
+    );
+    assert!(out.contains("1 of 1 variants"), "{out}");
+}
+
+fn wg_point(kind: &str, w: u32, chains: u32, status: PointStatus, tflops: f64) -> WgPoint {
+    let st = |x: f64| Stat::of(&[x]);
+    let shape = if kind == "latency" {
+        WgShape::latency(8, Layout::Swizzle128)
+    } else {
+        WgShape::throughput(w, chains, 4, 1, Layout::Swizzle128)
+    };
+    let ok = status == PointStatus::Accepted;
+    WgPoint {
+        kind: kind.into(),
+        shape,
+        ctas_per_sm: 1,
+        grid: 132,
+        threads_per_block: 128 * w,
+        dynamic_smem_bytes: 50176,
+        iters: 1000,
+        wgmma_per_launch: 1_000_000,
+        registers_per_thread: Some(154),
+        status,
+        reason: (!ok).then(|| "does not fit".to_string()),
+        sass_check: "verified".into(),
+        time_ms: st(3.0),
+        tflops: (kind != "latency").then(|| Stat::of(&[tflops]).unwrap()),
+        flops_per_sm_per_clock: st(4000.0),
+        clock_mhz: st(1700.0),
+        clock_globaltimer_mhz: st(1700.0),
+        cycles_per_wgmma: st(130.0),
+        placement: None,
+        finite: Some(true),
+        note: None,
+    }
+}
+
+fn wg_sample_report(id: &str) -> WgBenchReport {
+    let v = bench_variant(id).unwrap();
+    let info = DeviceInfo {
+        backend: BackendKind::Hardware,
+        name: "test device".into(),
+        compute_capability: Some((9, 0)),
+        driver: Some("13.0".into()),
+    };
+    WgBenchReport {
+        schema: WG_BENCH_SCHEMA.into(),
+        variant: v.id(),
+        instruction: v.opcode(),
+        sass_instruction: fp4probe::wgmma::bench::sass_mnemonic(&v),
+        n: v.n,
+        flops_per_wgmma: v.flops(),
+        unit: "TFLOP/s".into(),
+        backend: BackendKind::Hardware,
+        provenance: Provenance::new(&info, String::new()),
+        device: bench::BenchDevice {
+            name: info.name.clone(),
+            compute_capability: "9.0".into(),
+            driver: info.driver.clone(),
+            sm_count: 132,
+            clock_rate_attribute_mhz: Some(1980.0),
+            measured_clock_mhz: Stat::of(&[1700.0]),
+        },
+        target: "sm_90a".into(),
+        ptx_version: "8.0".into(),
+        toolchain: None,
+        settings: WgSettings::default(),
+        kernels: vec![],
+        latency: wg_point("latency", 1, 1, PointStatus::Accepted, 0.0),
+        points: vec![
+            wg_point("throughput", 1, 1, PointStatus::Accepted, 700.0),
+            wg_point("throughput", 2, 1, PointStatus::Accepted, 850.5),
+            wg_point("throughput", 3, 2, PointStatus::Skipped, 0.0),
+        ],
+        wall_s: 1.0,
+    }
+}
+
+#[test]
+fn wgmma_report_json_csv_and_tables() {
+    let r = wg_sample_report("m64n256k16.f32.bf16.bf16.ss");
+    let back: WgBenchReport = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
+    assert_eq!(back, r);
+    assert_eq!(r.best().unwrap().shape.warpgroups, 2);
+    let rows = r.csv_rows();
+    assert_eq!(rows.len(), 1 + r.points.len());
+    assert_eq!(rows[0][2], "latency");
+    assert_eq!(rows[0][7], "130.00");
+    assert_eq!(rows[0][8], "", "no rate for the latency point");
+    assert_eq!(rows[2][8], "850.50");
+    assert_eq!(rows[3][8], "", "skipped: no figures");
+    assert!(
+        rows[3][12].contains("skipped: does not fit"),
+        "{}",
+        rows[3][12]
+    );
+    assert!(
+        r.one_line().contains("best 850.5 TFLOP/s"),
+        "{}",
+        r.one_line()
+    );
+    assert!(
+        r.text()
+            .contains("latency: 130.0 cycles per dependent wgmma"),
+        "{}",
+        r.text()
+    );
+    let table = sweep_table(&[r.clone(), wg_sample_report("m64n128k16.f32.bf16.bf16.ss")]);
+    assert_eq!(table.lines().count(), 3, "{table}");
+    assert!(table.contains(" 256 "), "{table}");
+
+    let dir = common::tmpdir("bench", "wgmma-csv");
+    let out = Outputs::new(false);
+    merge_wg_csv(&dir, std::slice::from_ref(&r), &out).unwrap();
+    let other = wg_sample_report("m64n128k16.f32.bf16.bf16.ss");
+    merge_wg_csv(&dir, std::slice::from_ref(&other), &out).unwrap();
+    let mut again = r.clone();
+    again.points.truncate(1);
+    let (path, replaced) = merge_wg_csv(&dir, std::slice::from_ref(&again), &out).unwrap();
+    assert!(!replaced);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], WG_CSV_HEADER.join(","));
+    assert_eq!(lines.len(), 1 + 4 + 2, "{text}");
+    assert!(lines[1].starts_with("m64n128k16."));
+    assert!(lines.last().unwrap().starts_with("m64n256k16."));
+    // The JSON goes through outfile: a foreign file is refused.
+    std::fs::write(dir.join(format!("{}.wgmma-bench.json", r.variant)), "mine").unwrap();
+    assert!(r.write_json(&dir, &out).is_err());
+}
+
+#[path = "support/gpu.rs"]
+mod gpu_support;
+
+#[test]
+#[ignore = "needs an NVIDIA GPU: run with `cargo test --release -- --ignored` on an sm_90 machine"]
+fn wgmma_bench_runs_on_the_gpu() {
+    let backend = gpu_support::gpu("wgmma_bench_runs_on_the_gpu");
+    let v = bench_variant("m64n128k16.f32.bf16.bf16.ss").unwrap();
+    let plan = WgPlan {
+        warpgroups: vec![2],
+        chains: vec![1],
+        ..WgPlan::default()
+    };
+    let tc = Toolchain::for_device();
+    let p = &prepare_wgmma(&[v], sm90a(), tc.as_ref(), &plan, 4)[0];
+    let s = WgSettings {
+        plan,
+        runs: 3,
+        target_ms: 2.0,
+        preheat_ms: 0.0,
+        ..WgSettings::default()
+    };
+    let r = fp4probe::probe::bench::wgmma_measure::measure_wgmma(&backend, p, &s).unwrap();
+    println!("{}", r.text());
+    assert_eq!(
+        r.latency.status,
+        PointStatus::Accepted,
+        "{:?}",
+        r.latency.reason
+    );
+    let best = r.best().expect("an accepted throughput point");
+    assert!(best.tflops.unwrap().median > 10.0);
+    assert_eq!(best.finite, Some(true));
+    assert!(best.placement.unwrap().as_intended);
 }

@@ -1,5 +1,6 @@
 //! `fp4probe bench`: dependent-chain latency and independent-chain throughput of mma.sync
-//! variants on the GPU, each figure guarded by a check of the timed loop's SASS.
+//! variants on the GPU, and of wgmma.mma_async variants (`--wgmma`, `--wgmma-sweep`), each
+//! figure guarded by a check of the timed loop's SASS.
 
 use super::select::VariantArgs;
 use crate::device::Backend;
@@ -10,6 +11,7 @@ use crate::probe::bench::{
     Settings, Stat, Toolchain, bench_target, cubin_loadable, hoisted_note, loop_per_mma,
     prepare_all,
 };
+use crate::wgmma::bench::Layout;
 use anyhow::{Result, anyhow, bail};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -29,12 +31,23 @@ use std::time::Instant;
 /// Every knob is bounded (see each option): the kernel's body is CHAINS × UNROLL mma.sync that
 /// ptxas assembles, so an unbounded one is a way to exhaust memory and disk, not a measurement.
 /// The bounds leave room above the defaults and every value a real run has used.
+///
+/// wgmma (sm_90a): --wgmma VARIANT or --wgmma-sweep TYPE. A persistent grid of one CTA per SM
+/// (--blocks-per-sm), each of W warpgroups (--warpgroups) issuing commit groups of
+/// --wgmma-group wgmma from shared memory and keeping --in-flight groups running; latency from
+/// one warpgroup whose wgmma each wait for the one before (--unroll per iteration). The guard
+/// requires exactly the expected HGMMA/QGMMA/IGMMA/BGMMA per iteration, one WARPGROUP.DEPBAR
+/// per group, no spills and no ptxas wgmma advisory. Writes <dir>/<variant>.wgmma-bench.json
+/// and merges <dir>/wgmma-bench.csv.
 #[derive(clap::Args, Debug)]
 #[command(after_help = "Examples:
   fp4probe bench --variant m16n8k16.f32.bf16.bf16.f32
   fp4probe bench --all -q                         every variant this GPU runs
   fp4probe bench --variant m16n8k32.f32.e4m3.e4m3.f32 --warps 4,8 --chains 2,4
-  fp4probe bench --all --sass-only sm_90          no GPU: assemble and check every kernel")]
+  fp4probe bench --all --sass-only sm_90          no GPU: assemble and check every kernel
+  fp4probe bench --wgmma m64n256k16.f32.bf16.bf16.ss
+  fp4probe bench --wgmma-sweep f32.e4m3.e4m3.ss --wgmma-n 64,128,256
+  fp4probe bench --wgmma m64n256k32.f32.e4m3.e4m3.rs --sass-only sm_90a")]
 pub struct Args {
     #[command(flatten)]
     pub select: VariantArgs,
@@ -52,7 +65,7 @@ pub struct Args {
         value_delimiter = ',',
         default_values_t = [1u32, 2, 4, 8, 16],
         value_parser = clap::value_parser!(u32).range(1..=64),
-        conflicts_with = "sass_only",
+        conflicts_with_all = ["sass_only", "wgmma_sel"],
     )]
     pub warps: Vec<u32>,
     /// Independent accumulator chains per warp to sweep (1 to 32; beyond 8 most variants
@@ -62,12 +75,15 @@ pub struct Args {
         value_delimiter = ',',
         default_values_t = [1u32, 2, 4, 8],
         value_parser = clap::value_parser!(u32).range(1..=32),
+        conflicts_with = "wgmma_sel",
     )]
     pub chains: Vec<u32>,
-    /// Dependent mma.sync per chain per loop iteration (1 to 64).
+    /// Dependent mma.sync per chain per loop iteration (1 to 64); with --wgmma, dependent wgmma
+    /// per iteration of the latency kernel.
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub unroll: u32,
-    /// Blocks per SM, each of warps/blocks warps (1 to 32, the most an SM holds).
+    /// Blocks per SM, each of warps/blocks warps (1 to 32, the most an SM holds); with --wgmma,
+    /// CTAs per SM of the throughput grid.
     #[arg(
         long,
         default_value_t = 1,
@@ -124,6 +140,50 @@ pub struct Args {
     /// One line per variant instead of a table.
     #[arg(short, long)]
     pub quiet: bool,
+    /// wgmma: bench one dense wgmma.mma_async variant by catalog id
+    /// (m64n256k16.f32.bf16.bf16.ss, m64n256k32.f32.e4m3.e4m3.rs, ...).
+    #[arg(long, value_name = "VARIANT", group = "wgmma_sel", conflicts_with_all = ["variant", "shape", "kind", "a", "b", "c", "d", "scale_vec", "stype", "op", "satfinite", "all"])]
+    pub wgmma: Option<String>,
+    /// wgmma: latency and throughput for every N of one type set: the id after the shape
+    /// (f32.bf16.bf16.ss, f32.e4m3.e4m3.rs, s32.s8.s8.ss; `ss` when no source is named).
+    #[arg(long, value_name = "TYPE", group = "wgmma_sel", conflicts_with_all = ["variant", "shape", "kind", "a", "b", "c", "d", "scale_vec", "stype", "op", "satfinite", "all"])]
+    pub wgmma_sweep: Option<String>,
+    /// wgmma sweep: only these N (8 to 256, each one the type set has).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        requires = "wgmma_sweep",
+        value_parser = clap::value_parser!(u32).range(8..=256),
+    )]
+    pub wgmma_n: Vec<u32>,
+    /// wgmma: warpgroups per CTA to sweep (1 to 4; 512 threads leave 128 registers each).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_values_t = [1u32, 2, 3],
+        requires = "wgmma_sel",
+        value_parser = clap::value_parser!(u32).range(1..=4),
+    )]
+    pub warpgroups: Vec<u32>,
+    /// wgmma: accumulator sets per warpgroup to sweep (1 to 8; sets that do not fit the
+    /// registers are skipped).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_values_t = [1u32, 2],
+        requires = "wgmma_sel",
+        value_parser = clap::value_parser!(u32).range(1..=8),
+    )]
+    pub accumulators: Vec<u32>,
+    /// wgmma: wgmma per commit group of the throughput kernels (1 to 16).
+    #[arg(long, default_value_t = 4, requires = "wgmma_sel", value_parser = clap::value_parser!(u32).range(1..=16))]
+    pub wgmma_group: u32,
+    /// wgmma: commit groups left running after each commit (wgmma.wait_group N, 1 to 4).
+    #[arg(long, default_value_t = 1, requires = "wgmma_sel", value_parser = clap::value_parser!(u32).range(1..=4))]
+    pub in_flight: u32,
+    /// wgmma: shared-memory layout the descriptors describe.
+    #[arg(long, value_enum, default_value_t = Layout::Swizzle128, requires = "wgmma_sel")]
+    pub wgmma_layout: Layout,
 }
 
 fn millis(s: &str) -> Result<f64, String> {
@@ -152,13 +212,15 @@ fn preheat_ms(s: &str) -> Result<f64, String> {
 }
 
 /// The sweep's settings; clap has bounded every value.
+/// A sweep list in increasing order, each value once.
+fn dedup(xs: &[u32]) -> Vec<u32> {
+    let mut v = xs.to_vec();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
 fn settings(a: &Args) -> Result<Settings> {
-    let dedup = |xs: &[u32]| {
-        let mut v = xs.to_vec();
-        v.sort_unstable();
-        v.dedup();
-        v
-    };
     Ok(Settings {
         warps_per_sm: dedup(&a.warps),
         chains: dedup(&a.chains),
@@ -449,34 +511,20 @@ fn sass_only(a: &Args, target: Target) -> Result<ExitCode> {
     })
 }
 
-pub fn run(a: Args) -> Result<ExitCode> {
-    if let Some(t) = a.sass_only {
-        return sass_only(&a, t);
-    }
-    let s = settings(&a)?;
-    let variants = a.select.select()?;
-    let backend = CudaBackend::open().map_err(|why| {
+/// The GPU, or why bench cannot run here; `sass_only` is the offline form of the command.
+fn open_gpu(sass_only: &str) -> Result<CudaBackend> {
+    CudaBackend::open().map_err(|why| {
         anyhow!(
             "fp4probe bench needs a CUDA GPU, and there is none here: {why:#}. Timings mean \
              nothing on the emulator, so bench does not fall back to it. Without a GPU, \
-             `fp4probe bench --sass-only sm_90 ...` still assembles the kernels and checks their \
-             SASS"
+             `fp4probe bench {sass_only}` still assembles the kernels and checks their SASS"
         )
-    })?;
-    let info = backend.info().clone();
-    let cc = backend.compute_capability();
-    let driver = backend.driver_version();
-    let out_dir = a
-        .output
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(format!("results/sm_{}{}", cc.0, cc.1)));
+    })
+}
 
-    let outputs = crate::outfile::Outputs::new(a.force);
-    // A foreign bench.csv is refused before anything is timed.
-    outputs.check(
-        &out_dir.join("bench.csv"),
-        crate::outfile::Ours::marked(&bench::CSV_HEADER.join(",")),
-    )?;
+/// The toolchain for a run on a device whose driver is `driver`, with a warning for each way
+/// its figures could end up unverified.
+fn device_toolchain(driver: (u32, u32)) -> Option<Toolchain> {
     let tc = Toolchain::for_device();
     match &tc {
         None => eprintln!(
@@ -506,6 +554,34 @@ pub fn run(a: Args) -> Result<ExitCode> {
             }
         }
     }
+    tc
+}
+
+pub fn run(a: Args) -> Result<ExitCode> {
+    if a.wgmma.is_some() || a.wgmma_sweep.is_some() {
+        return wgmma::run(&a);
+    }
+    if let Some(t) = a.sass_only {
+        return sass_only(&a, t);
+    }
+    let s = settings(&a)?;
+    let variants = a.select.select()?;
+    let backend = open_gpu("--sass-only sm_90 ...")?;
+    let info = backend.info().clone();
+    let cc = backend.compute_capability();
+    let driver = backend.driver_version();
+    let out_dir = a
+        .output
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("results/sm_{}{}", cc.0, cc.1)));
+
+    let outputs = crate::outfile::Outputs::new(a.force);
+    // A foreign bench.csv is refused before anything is timed.
+    outputs.check(
+        &out_dir.join("bench.csv"),
+        crate::outfile::Ours::marked(&bench::CSV_HEADER.join(",")),
+    )?;
+    let tc = device_toolchain(driver);
 
     let single = variants.len() == 1;
     let mut items = Vec::new();
@@ -570,4 +646,178 @@ pub fn run(a: Args) -> Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// `--wgmma` and `--wgmma-sweep`: every refusal comes before the device is opened.
+mod wgmma {
+    use super::{Args, dedup, jobs};
+    use crate::device::Backend;
+    use crate::isa::Target;
+    use crate::probe::bench::Toolchain;
+    use crate::probe::bench::wgmma::{
+        WG_CSV_HEADER, WgBenchReport, WgSettings, merge_wg_csv, prepared_text, sweep_table,
+    };
+    use crate::probe::bench::wgmma_measure::measure_wgmma;
+    use crate::probe::bench::wgmma_prepare::{WgPlan, prepare_wgmma};
+    use crate::wgmma::WgVariant;
+    use crate::wgmma::bench::select;
+    use anyhow::{Result, anyhow, bail};
+    use std::path::PathBuf;
+    use std::process::ExitCode;
+    use std::time::Instant;
+
+    /// The variants asked for, or why not.
+    fn selection(a: &Args) -> Result<Vec<WgVariant>> {
+        select(a.wgmma.as_deref(), a.wgmma_sweep.as_deref(), &a.wgmma_n).map_err(|e| anyhow!(e))
+    }
+
+    fn plan(a: &Args) -> WgPlan {
+        WgPlan {
+            warpgroups: dedup(&a.warpgroups),
+            chains: dedup(&a.accumulators),
+            per_group: a.wgmma_group,
+            in_flight: a.in_flight,
+            latency_steps: a.unroll,
+            layout: a.wgmma_layout,
+        }
+    }
+
+    fn settings(a: &Args) -> WgSettings {
+        WgSettings {
+            plan: plan(a),
+            ctas_per_sm: a.blocks_per_sm,
+            warmup: a.warmup,
+            runs: a.runs,
+            target_ms: a.target_ms,
+            seed: a.seed,
+            preheat_ms: a.preheat_ms.max(0.0),
+        }
+    }
+
+    /// wgmma exists on sm_90a only: `sm_90` is taken to mean it, anything else is refused.
+    fn target(t: Target) -> Result<Target> {
+        if (t.major, t.minor) == (9, 0) {
+            Ok(Target::sm_a(9, 0))
+        } else {
+            bail!("wgmma.mma_async exists on sm_90a only; --sass-only {t} has none")
+        }
+    }
+
+    pub(super) fn run(a: &Args) -> Result<ExitCode> {
+        let variants = selection(a)?;
+        if let Some(t) = a.sass_only {
+            return sass_only(a, &variants, target(t)?);
+        }
+        on_device(a, &variants)
+    }
+
+    fn sass_only(a: &Args, variants: &[WgVariant], target: Target) -> Result<ExitCode> {
+        let tc = Toolchain::offline().ok_or_else(|| {
+            anyhow!(
+                "ptxas not found (set {}, put it on PATH, or run .ci/install-cuda-tools)",
+                crate::tools::CUDA_BIN_ENV
+            )
+        })?;
+        println!("assembling with {}", tc.describe());
+        let start = Instant::now();
+        let prepared = prepare_wgmma(variants, target, Some(&tc), &plan(a), jobs(a));
+        let bad = prepared.iter().filter(|p| !p.all_verified()).count();
+        for p in &prepared {
+            if a.quiet {
+                let ok = p.all_verified();
+                println!("{} {}", if ok { "OK  " } else { "FAIL" }, p.variant.id());
+            } else {
+                print!("{}", prepared_text(p));
+            }
+        }
+        println!(
+            "{} of {} variants have every kernel that was built verified for {target} ({:.1} s)",
+            prepared.len() - bad,
+            prepared.len(),
+            start.elapsed().as_secs_f64()
+        );
+        Ok(if bad == 0 {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        })
+    }
+
+    fn on_device(a: &Args, variants: &[WgVariant]) -> Result<ExitCode> {
+        let mut s = settings(a);
+        let backend = super::open_gpu("--wgmma ... --sass-only sm_90a")?;
+        let cc = backend.compute_capability();
+        if cc != (9, 0) {
+            bail!(
+                "wgmma.mma_async runs on sm_90a (Hopper, compute capability 9.0) only; this \
+                 device is {}.{}",
+                cc.0,
+                cc.1
+            );
+        }
+        let out_dir = a
+            .output
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(format!("results/sm_{}{}", cc.0, cc.1)));
+        let outputs = crate::outfile::Outputs::new(a.force);
+        // A foreign wgmma-bench.csv is refused before anything is timed.
+        outputs.check(
+            &out_dir.join("wgmma-bench.csv"),
+            crate::outfile::Ours::marked(&WG_CSV_HEADER.join(",")),
+        )?;
+        let tc = super::device_toolchain(backend.driver_version());
+        let start = Instant::now();
+        let target = Target::sm_a(9, 0);
+        let prepared = prepare_wgmma(variants, target, tc.as_ref(), &s.plan, jobs(a));
+        eprintln!(
+            "assembled and checked the wgmma kernels of {} variant(s) in {:.1} s",
+            prepared.len(),
+            start.elapsed().as_secs_f64()
+        );
+        let mut reports: Vec<WgBenchReport> = Vec::new();
+        let mut failed = 0;
+        for p in &prepared {
+            let measured = measure_wgmma(&backend, p, &s);
+            // Pre-heat once, before the first variant.
+            s.preheat_ms = 0.0;
+            let r = match measured {
+                Ok(r) => r,
+                Err(e) if prepared.len() > 1 => {
+                    failed += 1;
+                    eprintln!("error: {}: {e:#}", p.variant.id());
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            let json = r.write_json(&out_dir, &outputs)?;
+            let (csv, replaced) = merge_wg_csv(&out_dir, std::slice::from_ref(&r), &outputs)?;
+            if replaced {
+                eprintln!("warning: {} had another header; replaced it", csv.display());
+            }
+            if a.quiet {
+                println!("{}", r.one_line());
+            } else {
+                print!("{}", r.text());
+                println!("  wrote {} and {}", json.display(), csv.display());
+            }
+            reports.push(r);
+        }
+        if reports.len() > 1 {
+            println!("latency and best throughput per N:");
+            print!("{}", sweep_table(&reports));
+        }
+        println!(
+            "benchmarked {} of {} wgmma variant(s) in {:.1} s on {}; results in {}",
+            reports.len(),
+            prepared.len(),
+            start.elapsed().as_secs_f64(),
+            backend.info().name,
+            out_dir.display()
+        );
+        Ok(if failed > 0 {
+            ExitCode::FAILURE
+        } else {
+            ExitCode::SUCCESS
+        })
+    }
 }

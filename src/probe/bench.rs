@@ -68,6 +68,9 @@ pub mod prepare;
 pub mod report;
 pub mod sass;
 pub mod toolchain;
+pub mod wgmma;
+pub mod wgmma_measure;
+pub mod wgmma_prepare;
 
 pub use inputs::*;
 pub use kernel::*;
