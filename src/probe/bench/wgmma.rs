@@ -122,7 +122,11 @@ impl WgPoint {
             registers_per_thread: None,
             status: PointStatus::Skipped,
             reason: k.skipped.clone(),
-            sass_check: check.cell(),
+            sass_check: if k.skipped.is_some() {
+                "not built".into()
+            } else {
+                check.cell()
+            },
             time_ms: None,
             tflops: None,
             flops_per_sm_per_clock: None,
@@ -335,11 +339,11 @@ pub fn prepared_text(p: &super::wgmma_prepare::WgPrepared) -> String {
         } else {
             "throughput"
         };
-        out += &format!(
-            "  {what} kernel {}: {}\n",
-            describe_shape(&k.shape),
-            k.check.cell()
-        );
+        let verdict = match &k.skipped {
+            Some(why) => format!("not built: {why}"),
+            None => k.check.cell(),
+        };
+        out += &format!("  {what} kernel {}: {verdict}\n", describe_shape(&k.shape));
         if !k.check.loop_opcodes.is_empty() {
             out += &format!("    timed loop per iteration: {}\n", loop_summary(&k.check));
         }
@@ -395,11 +399,14 @@ impl WgBenchReport {
             None => out += "  no ptxas: every kernel went through the PTX JIT\n",
         }
         for k in &self.kernels {
+            let verdict = match &k.skipped {
+                Some(why) => format!("not built: {why}"),
+                None => k.sass_check.cell(),
+            };
             out += &format!(
-                "  kernel {} ({}): {}\n",
+                "  kernel {} ({}): {verdict}\n",
                 describe_shape(&k.shape),
-                k.loaded,
-                k.sass_check.cell()
+                k.loaded
             );
             if !k.sass_check.loop_opcodes.is_empty() {
                 out += &format!(
