@@ -1212,3 +1212,42 @@ fn wgmma_bench_runs_on_the_gpu() {
     assert_eq!(best.finite, Some(true));
     assert!(best.placement.unwrap().as_intended);
 }
+
+/// The guard on real listings of the pinned ptxas (`tests/sass-fixtures/pinned13.5-wgmma-*`; no
+/// tools needed): the bench's own kernel passes, the one ptxas serialised does not, with or
+/// without ptxas's log.
+#[test]
+fn wgmma_sass_guard_on_pinned_fixtures() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sass-fixtures");
+    let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap();
+    let v = bench_variant("m64n256k16.f32.bf16.bf16.ss").unwrap();
+    let shape = WgShape::throughput(2, 1, 4, 1, Layout::Swizzle128);
+    let c = check_wg_loop(
+        &read("pinned13.5-wgmma-m64n256k16-bf16-ss-2wg.cuobjdump.txt"),
+        "",
+        &v,
+        shape,
+    );
+    assert_eq!(c.status, CheckStatus::Verified, "{}", c.detail);
+    assert_eq!(
+        loop_summary(&c),
+        "4 × HGMMA.64x256x16.F32.BF16, 1 × WARPGROUP.ARRIVE, 1 × WARPGROUP.DEPBAR.LE"
+    );
+    let v = bench_variant("m64n256k16.f32.bf16.bf16.rs").unwrap();
+    let shape = WgShape::throughput(3, 1, 4, 1, Layout::Swizzle128);
+    let sass = read("pinned13.5-wgmma-m64n256k16-bf16-rs-3wg-serialized.cuobjdump.txt");
+    let log = read("pinned13.5-wgmma-m64n256k16-bf16-rs-3wg-serialized.ptxas.log");
+    let c = check_wg_loop(&sass, &log, &v, shape);
+    assert_eq!(c.status, CheckStatus::Rejected);
+    assert!(c.detail.contains("C7512"), "{}", c.detail);
+    assert!(
+        c.detail.contains("4 WARPGROUP.DEPBAR per loop iteration"),
+        "{}",
+        c.detail
+    );
+    assert!(c.detail.contains("register spills"), "{}", c.detail);
+    assert_eq!(
+        check_wg_loop(&sass, "", &v, shape).status,
+        CheckStatus::Rejected
+    );
+}
