@@ -1,6 +1,6 @@
-//! Bad arguments of the GPU commands (`attention`, `quant-bench`, `bench`) are refused before
-//! any work: exit status 2, a message naming the option, and neither the missing GPU nor a
-//! file in the temporary folder (ptxas's scratch) on the way. Checked without a GPU, and the
+//! Bad arguments of the GPU commands (`attention`, `quant-bench`, `bench`, `wgmma`) are refused
+//! before any work: exit status 2, a message naming the option, and neither the missing GPU nor
+//! a file in the temporary folder (ptxas's scratch) on the way. Checked without a GPU, and the
 //! same on a machine with one, since no device is opened for a bad value.
 
 mod common;
@@ -394,4 +394,40 @@ fn good_arguments_get_as_far_as_the_device() {
         );
         assert!(!t.contains("panicked"), "{args:?}: {t}");
     }
+}
+
+#[test]
+fn wgmma_refuses_bad_selections_before_opening_a_device() {
+    refused(
+        &["wgmma", "probe", "--variant", "m64n8k16.bf16"],
+        &[
+            "'m64n8k16.bf16' is not a wgmma variant",
+            "catalog --family wgmma",
+        ],
+    );
+    refused(
+        &["wgmma", "probe"],
+        &["nothing selected: give --variant ID, --filter TEXT or --all"],
+    );
+    refused(
+        &["wgmma", "probe", "--all", "--jobs", "0"],
+        &["invalid value '0' for '--jobs <JOBS>'"],
+    );
+    refused(
+        &[
+            "wgmma",
+            "probe",
+            "--variant",
+            "sp.m64n8k32.f32.bf16.bf16.ss",
+        ],
+        &["the sparse forms are catalogued, not probed"],
+    );
+    refused(
+        &["wgmma", "probe", "--filter", "e4m3", "--major", "MN"],
+        &["takes K-major operands only"],
+    );
+    refused(
+        &["wgmma", "smem", "--bits", "8", "--major", "MN"],
+        &["8-bit elements are K-major only"],
+    );
 }

@@ -13,10 +13,12 @@ use crate::wgmma::map::{Status, WgLaneMap, WgSmemMap, smem_csv_header, smem_stem
 use crate::wgmma::probe::{Setting, Work, probe};
 use crate::wgmma::smem::{point, study_variant, sweep_settings};
 use crate::wgmma::{WgVariant, catalog, find};
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 use clap::Subcommand;
+use rayon::prelude::*;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 #[derive(clap::Args, Debug)]
@@ -40,6 +42,24 @@ pub struct Common {
     /// Seed of the random validation inputs.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Variants (or studies) probed side by side; default: one per CPU core. Each JITs its
+    /// kernel and does its host work on its own thread; launches share the device.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub jobs: Option<u32>,
+}
+
+impl Common {
+    /// The thread pool the subcommands probe on.
+    fn pool(&self) -> Result<rayon::ThreadPool> {
+        let jobs = self.jobs.map_or_else(
+            || std::thread::available_parallelism().map_or(1, |n| n.get()),
+            |j| j as usize,
+        );
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(jobs)
+            .build()
+            .context("starting the probe threads")
+    }
 }
 
 #[derive(Subcommand, Debug)]
@@ -133,8 +153,11 @@ pub fn run(args: Args) -> Result<ExitCode> {
             }
             let dev = open(common.backend)?;
             match &dev {
-                Dev::Cuda(d) => run_probe(&WgCuda::new(d), &picked, swizzle, major, &common),
-                Dev::Emu(e) => run_probe(e, &picked, swizzle, major, &common),
+                Dev::Cuda(d) => {
+                    let c = WgCuda::new(d);
+                    run_probe(&c, Some(&c), &picked, swizzle, major, &common)
+                }
+                Dev::Emu(e) => run_probe(e, None, &picked, swizzle, major, &common),
             }
         }
         Sub::Smem {
@@ -180,8 +203,11 @@ pub fn run(args: Args) -> Result<ExitCode> {
             }
             let dev = open(common.backend)?;
             match &dev {
-                Dev::Cuda(d) => run_smem(&WgCuda::new(d), &studies, &common),
-                Dev::Emu(e) => run_smem(e, &studies, &common),
+                Dev::Cuda(d) => {
+                    let c = WgCuda::new(d);
+                    run_smem(&c, Some(&c), &studies, &common)
+                }
+                Dev::Emu(e) => run_smem(e, None, &studies, &common),
             }
         }
     }
@@ -217,6 +243,7 @@ fn pick(variants: &[String], filter: Option<&str>, all: bool) -> Result<Vec<WgVa
 
 fn run_probe(
     backend: &dyn WgBackend,
+    jit: Option<&WgCuda>,
     picked: &[WgVariant],
     swizzle: Swizzle,
     major: Major,
@@ -234,50 +261,70 @@ fn run_probe(
         )?;
     }
     let start = Instant::now();
-    let (mut passed, mut failed) = (0, 0);
-    for v in picked {
-        let setting = Setting::packed(v, swizzle, major, major);
-        let out = probe(backend, v, &setting, common.seed)?;
-        let prov = Provenance::new(
-            backend.info(),
-            probe_kernel(v, setting.launch(v).transpose()),
-        );
-        let map = WgLaneMap::new(v, &setting, &out, prov);
-        let path = map.write(&dir, &outputs)?;
-        let ok = map.status == Status::Passed;
-        if ok {
-            passed += 1;
-        } else {
-            failed += 1;
-        }
-        println!(
-            "{:<40} {:<6} {:>8.3} s  {:>6} experiments  vs documented: {}  -> {}",
-            v.id(),
-            if ok { "passed" } else { "FAILED" },
-            out.wall_s,
-            out.work.experiments,
-            map.documented_mismatches
-                .map_or("-".to_string(), |n| if n == 0 {
-                    "identical".into()
-                } else {
-                    format!("{n} slots differ")
-                }),
-            path.display()
-        );
-        if let Some(f) = &map.failure {
-            println!("    failure: {f}");
-        }
-    }
+    let failed = AtomicUsize::new(0);
+    // Lines print as variants finish, so their order follows the threads; the files do not
+    // depend on it.
+    common.pool()?.install(|| {
+        picked.par_iter().try_for_each(|v| -> Result<()> {
+            let setting = Setting::packed(v, swizzle, major, major);
+            let out = probe(backend, v, &setting, common.seed)?;
+            let prov = Provenance::new(
+                backend.info(),
+                probe_kernel(v, setting.launch(v).transpose()),
+            );
+            let map = WgLaneMap::new(v, &setting, &out, prov);
+            let path = map.write(&dir, &outputs)?;
+            let ok = map.status == Status::Passed;
+            if !ok {
+                failed.fetch_add(1, Ordering::Relaxed);
+            }
+            let mut line = format!(
+                "{:<40} {:<6} {:>8.3} s  {:>6} experiments  vs documented: {}  -> {}",
+                v.id(),
+                if ok { "passed" } else { "FAILED" },
+                out.wall_s,
+                out.work.experiments,
+                map.documented_mismatches
+                    .map_or("-".to_string(), |n| if n == 0 {
+                        "identical".into()
+                    } else {
+                        format!("{n} slots differ")
+                    }),
+                path.display()
+            );
+            if let Some(f) = &map.failure {
+                line += &format!("\n    failure: {f}");
+            }
+            println!("{line}");
+            Ok(())
+        })
+    })?;
+    let failed = failed.into_inner();
     println!(
-        "{passed} passed, {failed} failed, {:.2} s wall ({})",
+        "{} passed, {failed} failed, {:.2} s wall ({}){}",
+        picked.len() - failed,
         start.elapsed().as_secs_f64(),
-        backend.info().name
+        backend.info().name,
+        jit_note(jit, common)
     );
     Ok(finish(emulator, failed))
 }
 
+/// How many kernels the driver JIT-compiled and the time it took, summed over threads.
+fn jit_note(jit: Option<&WgCuda>, common: &Common) -> String {
+    let threads = common.pool().map_or(1, |p| p.current_num_threads());
+    jit.map_or(String::new(), |c| {
+        let (n, t) = c.jit_stats();
+        format!(
+            "; {threads} threads; JIT of {n} kernel(s): {:.2} s summed over threads",
+            t.as_secs_f64()
+        )
+    })
+}
+
 fn run_smem(
     backend: &dyn WgBackend,
+    jit: Option<&WgCuda>,
     studies: &[(WgVariant, Swizzle, Major)],
     common: &Common,
 ) -> Result<ExitCode> {
@@ -290,67 +337,76 @@ fn run_smem(
         outputs.check_result(&dir, &stem(v, *s, *m), Some(header), emulator)?;
     }
     let start = Instant::now();
-    let mut failed = 0;
-    for (v, s, m) in studies {
-        let t0 = Instant::now();
-        let mut points = Vec::new();
-        let mut work = Work::default();
-        let mut packed = None;
-        for (label, setting) in sweep_settings(v, *s, *m) {
-            if let Err(e) = setting.check(v) {
-                println!("  {} {label}: skipped: {e:#}", stem(v, *s, *m));
-                continue;
+    let failed = AtomicUsize::new(0);
+    common.pool()?.install(|| {
+        studies.par_iter().try_for_each(|(v, s, m)| -> Result<()> {
+            let t0 = Instant::now();
+            let mut points = Vec::new();
+            let mut work = Work::default();
+            let mut packed = None;
+            let mut text = String::new();
+            for (label, setting) in sweep_settings(v, *s, *m) {
+                if let Err(e) = setting.check(v) {
+                    text += &format!("  {} {label}: skipped: {e:#}\n", stem(v, *s, *m));
+                    continue;
+                }
+                let (p, out) = point(backend, v, &label, &setting, common.seed)?;
+                work.experiments += out.work.experiments;
+                work.launches += out.work.launches;
+                let formula = |f: &Option<crate::wgmma::smem::SmemFit>| {
+                    f.as_ref()
+                        .map_or("no closed form".into(), |f| f.formula.clone())
+                };
+                text += &format!(
+                    "  {:<24} {:<26} {:<6} A: {}\n  {:<24} {:<26} {:<6} B: {}\n",
+                    stem(v, *s, *m),
+                    label,
+                    if p.passed { "passed" } else { "FAILED" },
+                    formula(&p.a_fit),
+                    "",
+                    "",
+                    "",
+                    formula(&p.b_fit),
+                );
+                if packed.is_none() {
+                    packed = Some(out);
+                }
+                points.push(p);
             }
-            let (p, out) = point(backend, v, &label, &setting, common.seed)?;
-            work.experiments += out.work.experiments;
-            work.launches += out.work.launches;
-            println!(
-                "  {:<24} {:<26} {:<6} A: {}\n  {:<24} {:<26} {:<6} B: {}",
-                stem(v, *s, *m),
-                label,
-                if p.passed { "passed" } else { "FAILED" },
-                p.a_fit
-                    .as_ref()
-                    .map_or("no closed form".into(), |f| f.formula.clone()),
-                "",
-                "",
-                "",
-                p.b_fit
-                    .as_ref()
-                    .map_or("no closed form".into(), |f| f.formula.clone()),
+            let Some(packed) = packed else {
+                print!("{text}");
+                return Ok(());
+            };
+            let setting = Setting::packed(v, *s, *m, *m);
+            let prov = Provenance::new(
+                backend.info(),
+                probe_kernel(v, setting.launch(v).transpose()),
             );
-            if packed.is_none() {
-                packed = Some(out);
+            let map = WgSmemMap::new(
+                v,
+                *s,
+                *m,
+                &packed,
+                points,
+                prov,
+                t0.elapsed().as_secs_f64(),
+                work,
+            );
+            if map.status != Status::Passed {
+                failed.fetch_add(1, Ordering::Relaxed);
             }
-            points.push(p);
-        }
-        let Some(packed) = packed else { continue };
-        let setting = Setting::packed(v, *s, *m, *m);
-        let prov = Provenance::new(
-            backend.info(),
-            probe_kernel(v, setting.launch(v).transpose()),
-        );
-        let map = WgSmemMap::new(
-            v,
-            *s,
-            *m,
-            &packed,
-            points,
-            prov,
-            t0.elapsed().as_secs_f64(),
-            work,
-        );
-        if map.status != Status::Passed {
-            failed += 1;
-        }
-        let path = map.write(&dir, &outputs)?;
-        println!("-> {}", path.display());
-    }
+            let path = map.write(&dir, &outputs)?;
+            println!("{text}-> {}", path.display());
+            Ok(())
+        })
+    })?;
+    let failed = failed.into_inner();
     println!(
-        "{} studies, {failed} failed, {:.2} s wall ({})",
+        "{} studies, {failed} failed, {:.2} s wall ({}){}",
         studies.len(),
         start.elapsed().as_secs_f64(),
-        backend.info().name
+        backend.info().name,
+        jit_note(jit, common)
     );
     Ok(finish(emulator, failed))
 }

@@ -14,10 +14,10 @@ use anyhow::{Context, Result, anyhow, bail};
 use cudarc::driver::CudaContext;
 use cudarc::driver::result::{self, DriverError};
 use cudarc::driver::sys;
-use std::cell::RefCell;
 use std::collections::HashMap;
 use std::ffi::{CString, c_void};
 use std::sync::Arc;
+use std::sync::Mutex;
 
 /// Environment variable naming the device ordinal to open (default 0).
 pub const DEVICE_ENV: &str = "FP4PROBE_DEVICE";
@@ -148,6 +148,12 @@ impl PtxModule {
     }
 }
 
+// SAFETY: a CUmodule is a handle into its context, not into the thread that loaded it; every
+// use binds `ctx` first, and the driver API is thread-safe. Unloading happens once, in Drop.
+unsafe impl Send for PtxModule {}
+// SAFETY: as above; `&PtxModule` only reads the handle and the log.
+unsafe impl Sync for PtxModule {}
+
 impl Drop for PtxModule {
     fn drop(&mut self) {
         if self.ctx.bind_to_thread().is_ok() {
@@ -173,12 +179,16 @@ struct FragmentKernel {
     _module: PtxModule,
 }
 
+// SAFETY: the function handle belongs to `_module` (Send) and is valid in any thread that binds
+// the context, which every launch does.
+unsafe impl Send for FragmentKernel {}
+
 type KernelKey = (String, [u32; 4]);
 
 pub struct CudaBackend {
     // Dropped before `ctx` (fields drop in declaration order); PtxModule binds the context
     // itself when unloading.
-    kernels: RefCell<HashMap<KernelKey, FragmentKernel>>,
+    kernels: Mutex<HashMap<KernelKey, FragmentKernel>>,
     ctx: Arc<CudaContext>,
     info: DeviceInfo,
     cc: (u32, u32),
@@ -231,7 +241,7 @@ impl CudaBackend {
         let (major, minor) = drv(ctx.compute_capability(), "reading the compute capability")?;
         let cc = (major as u32, minor as u32);
         Ok(CudaBackend {
-            kernels: RefCell::new(HashMap::new()),
+            kernels: Mutex::new(HashMap::new()),
             ctx,
             info: DeviceInfo {
                 backend: BackendKind::Hardware,
@@ -314,7 +324,12 @@ impl CudaBackend {
             ScaleSelectors::default()
         };
         let key = (v.id(), [sel.byte_a, sel.thread_a, sel.byte_b, sel.thread_b]);
-        if let Some(k) = self.kernels.borrow().get(&key) {
+        if let Some(k) = self
+            .kernels
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(&key)
+        {
             return Ok(k.function);
         }
         let ptx = fragment_kernel(v, v.min_target, sel);
@@ -326,13 +341,16 @@ impl CudaBackend {
             )
         })?;
         let function = module.function(FRAGMENT_ENTRY)?;
-        self.kernels.borrow_mut().insert(
-            key,
-            FragmentKernel {
-                function,
-                _module: module,
-            },
-        );
+        self.kernels
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(
+                key,
+                FragmentKernel {
+                    function,
+                    _module: module,
+                },
+            );
         Ok(function)
     }
 
@@ -480,7 +498,9 @@ impl CudaBackend {
 impl Drop for CudaBackend {
     fn drop(&mut self) {
         // Unload modules while the context is certainly alive (PtxModule binds it itself).
-        self.kernels.get_mut().clear();
+        if let Ok(k) = self.kernels.get_mut() {
+            k.clear();
+        }
     }
 }
 
@@ -966,6 +986,24 @@ impl CudaBackend {
         smem_bytes: u32,
         args: &[KernelArg],
     ) -> Result<()> {
+        // SAFETY: forwarded from the caller; the null stream is always valid.
+        unsafe { self.launch_on(std::ptr::null_mut(), f, grid, block, smem_bytes, args) }
+    }
+
+    /// `launch_3d_smem` on `stream` (null: the legacy default stream).
+    ///
+    /// # Safety
+    /// As for `launch_3d_smem`; `stream` must be null or a live stream of this context, and
+    /// the buffers `args` point to must be ready in its order.
+    pub unsafe fn launch_on(
+        &self,
+        stream: sys::CUstream,
+        f: sys::CUfunction,
+        grid: (u32, u32, u32),
+        block: (u32, u32),
+        smem_bytes: u32,
+        args: &[KernelArg],
+    ) -> Result<()> {
         drv(self.ctx.bind_to_thread(), "binding the CUDA context")?;
         // Each parameter's value lives in its own slot of the right width; the slots are sized
         // up front, so the pointers into them stay valid.
@@ -1005,7 +1043,7 @@ impl CudaBackend {
                     block.1,
                     1,
                     smem_bytes,
-                    std::ptr::null_mut(),
+                    stream,
                     params.as_mut_ptr(),
                     std::ptr::null_mut(),
                 )

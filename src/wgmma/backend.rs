@@ -6,10 +6,12 @@ use super::desc::{Desc, Major};
 use super::kernel::{ENTRY, Transpose, probe_kernel};
 use super::{ASource, THREADS, WgVariant};
 use crate::device::DeviceInfo;
-use crate::device::cuda::{CudaBackend, DeviceBuffer, KernelArg, PtxModule};
+use crate::device::cuda::{CudaBackend, KernelArg, PtxModule};
 use anyhow::{Context, Result, bail};
-use std::cell::RefCell;
+use cudarc::driver::{DevicePtr, DevicePtrMut};
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::{Duration, Instant};
 
 /// Settings shared by every experiment of a launch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -65,12 +67,18 @@ impl Batch {
             } else {
                 Vec::new()
             },
-            c: vec![0; n * t * v.d_frag().regs as usize],
+            // The kernel reads C only when the wgmma adds it.
+            c: if l.scale_d {
+                vec![0; n * t * v.d_frag().regs as usize]
+            } else {
+                Vec::new()
+            },
         }
     }
 }
 
-pub trait WgBackend {
+/// Shared by the threads that probe variants side by side.
+pub trait WgBackend: Sync {
     fn info(&self) -> &DeviceInfo;
     /// Ok if this backend runs `v`; otherwise an error naming the target it needs.
     fn check_supported(&self, v: &WgVariant) -> Result<()>;
@@ -84,40 +92,80 @@ fn chunk_experiments(v: &WgVariant) -> usize {
     ((256usize << 20) / d_bytes).clamp(1, 65_535)
 }
 
-/// The GPU backend: the probe kernel per (variant, transposes), loaded on first use.
+/// A loaded probe kernel: the module and its entry.
+struct Loaded {
+    _module: PtxModule,
+    f: cudarc::driver::sys::CUfunction,
+}
+
+// SAFETY: `f` belongs to `_module` (Send + Sync) and is valid in any thread that binds the
+// context, which every launch does; nothing mutates it.
+unsafe impl Send for Loaded {}
+// SAFETY: as above.
+unsafe impl Sync for Loaded {}
+
+type KernelSlot = Arc<OnceLock<std::result::Result<Loaded, String>>>;
+
+/// The GPU backend: the probe kernel per (variant, transposes), loaded on first use. Threads
+/// that want different kernels JIT them side by side; a thread that wants a kernel another is
+/// loading waits for that one.
 pub struct WgCuda<'a> {
     pub dev: &'a CudaBackend,
-    kernels: RefCell<HashMap<(String, Transpose), (PtxModule, cudarc::driver::sys::CUfunction)>>,
+    kernels: Mutex<HashMap<(String, Transpose), KernelSlot>>,
+    /// Summed over threads: time spent in the driver's JIT.
+    jit: Mutex<Duration>,
 }
 
 impl<'a> WgCuda<'a> {
     pub fn new(dev: &'a CudaBackend) -> Self {
         WgCuda {
             dev,
-            kernels: RefCell::new(HashMap::new()),
+            kernels: Mutex::new(HashMap::new()),
+            jit: Mutex::new(Duration::ZERO),
         }
     }
 
-    fn function(
-        &self,
-        v: &WgVariant,
-        tr: Transpose,
-        smem: u32,
-    ) -> Result<cudarc::driver::sys::CUfunction> {
-        let key = (v.id(), tr);
-        if let Some((_, f)) = self.kernels.borrow().get(&key) {
-            return Ok(*f);
+    /// Kernels loaded so far and the JIT time they took (summed over threads).
+    pub fn jit_stats(&self) -> (usize, Duration) {
+        let n = self
+            .kernels
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len();
+        (n, *self.jit.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    fn load(&self, v: &WgVariant, tr: Transpose) -> std::result::Result<Loaded, String> {
+        let t0 = Instant::now();
+        let loaded = (|| -> Result<Loaded> {
+            let module = self
+                .dev
+                .load_ptx_module(&probe_kernel(v, tr))
+                .with_context(|| format!("loading the wgmma probe kernel of {}", v.id()))?;
+            let f = module.function(ENTRY)?;
+            // SAFETY: `f` belongs to `module`, loaded into this backend's context and kept
+            // alive in the cache with it. Every launch may take the largest tiles plus the
+            // kilobyte the kernel spends aligning its base, so one setting serves them all.
+            unsafe { self.dev.set_max_dynamic_smem(f, MAX_SMEM + 1024) }?;
+            Ok(Loaded { _module: module, f })
+        })()
+        .map_err(|e| format!("{e:#}"));
+        *self.jit.lock().unwrap_or_else(PoisonError::into_inner) += t0.elapsed();
+        loaded
+    }
+
+    fn function(&self, v: &WgVariant, tr: Transpose) -> Result<cudarc::driver::sys::CUfunction> {
+        let slot = self
+            .kernels
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry((v.id(), tr))
+            .or_default()
+            .clone();
+        match slot.get_or_init(|| self.load(v, tr)) {
+            Ok(k) => Ok(k.f),
+            Err(why) => bail!("{why}"),
         }
-        let module = self
-            .dev
-            .load_ptx_module(&probe_kernel(v, tr))
-            .with_context(|| format!("loading the wgmma probe kernel of {}", v.id()))?;
-        let f = module.function(ENTRY)?;
-        // SAFETY: `f` belongs to `module`, loaded into this backend's context and kept alive
-        // in the cache with it.
-        unsafe { self.dev.set_max_dynamic_smem(f, smem.max(MAX_SMEM)) }?;
-        self.kernels.borrow_mut().insert(key, (module, f));
-        Ok(f)
     }
 }
 
@@ -153,61 +201,86 @@ impl WgBackend for WgCuda<'_> {
         if smem > MAX_SMEM {
             bail!("the tiles need {smem} bytes of shared memory; a block has {MAX_SMEM}");
         }
-        let f = self.function(v, l.transpose(), smem)?;
+        let f = self.function(v, l.transpose())?;
         let t = THREADS as usize;
         let (dw, aw) = (v.d_frag().regs as usize, v.a_frag().regs as usize);
+        // A stream of this call's own, with stream-ordered allocations: threads probing other
+        // variants neither wait for these copies and launches nor stall on a device-wide
+        // free.
+        let stream = self
+            .dev
+            .context()
+            .new_stream()
+            .context("creating a stream")?;
         let mut out = Vec::with_capacity(batch.experiments * t * dw);
         let chunk = chunk_experiments(v);
         let mut e0 = 0;
         while e0 < batch.experiments {
             let n = chunk.min(batch.experiments - e0);
-            let slice = |buf: &[u8], per: usize| buf[e0 * per..(e0 + n) * per].to_vec();
-            let words = |buf: &[u32], per: usize| {
-                if buf.is_empty() {
-                    vec![0u32]
-                } else {
-                    buf[e0 * per..(e0 + n) * per].to_vec()
-                }
+            // Empty inputs (no A region for `rs`, no A registers for `ss`) still get a buffer.
+            let bytes = |buf: &[u8], per: usize| -> Vec<u8> {
+                let b = &buf[e0 * per..(e0 + n) * per];
+                if b.is_empty() { vec![0] } else { b.to_vec() }
             };
-            let pad = |mut b: Vec<u8>| {
-                if b.is_empty() {
-                    b.push(0);
-                }
-                b
+            let words = |buf: &[u32], per: usize| -> Vec<u32> {
+                let b = buf.get(e0 * per..(e0 + n) * per).unwrap_or(&[]);
+                if b.is_empty() { vec![0] } else { b.to_vec() }
             };
-            let a =
-                DeviceBuffer::from_bytes(self.dev, &pad(slice(&batch.a, l.a_bytes as usize)), "A")?;
-            let b =
-                DeviceBuffer::from_bytes(self.dev, &pad(slice(&batch.b, l.b_bytes as usize)), "B")?;
-            let ar =
-                DeviceBuffer::from_words(self.dev, &words(&batch.a_regs, t * aw), "A registers")?;
-            let c = DeviceBuffer::from_words(self.dev, &words(&batch.c, t * dw), "C")?;
-            let d = DeviceBuffer::zeroed(self.dev, n * t * dw * 4, "D")?;
-            let args = [
-                KernelArg::Ptr(a.ptr()),
-                KernelArg::Ptr(b.ptr()),
-                KernelArg::Ptr(ar.ptr()),
-                KernelArg::Ptr(c.ptr()),
-                KernelArg::Ptr(d.ptr()),
-                KernelArg::Ptr(l.a_desc.template()),
-                KernelArg::Ptr(l.b_desc.template()),
-                KernelArg::U32(l.a_bytes),
-                KernelArg::U32(l.b_bytes),
-                KernelArg::U32(l.b_off),
-                KernelArg::U32(smem),
-                KernelArg::U32(u32::from(l.scale_d)),
-            ];
-            // SAFETY: the arguments follow the kernel's parameter list (five .u64 pointers, two
-            // .u64 descriptors, five .u32); every buffer holds `n` experiments of the sizes the
-            // kernel reads (regions of a_bytes / b_bytes, 128 threads of registers) and D
-            // `n` × 128 × dw words; the kernel's shared memory is `smem` bytes plus its 1 KiB of
-            // alignment, within the limit set when it was loaded.
-            unsafe {
-                self.dev
-                    .launch_3d_smem(f, (n as u32, 1, 1), (THREADS, 1), smem + 1024, &args)
-            }?;
-            self.dev.synchronize().context("wgmma probe launch")?;
-            out.extend(d.read_u32(n * t * dw)?);
+            let upload = |what: &str| format!("copying {what} to the device");
+            let a = stream
+                .clone_htod(&bytes(&batch.a, l.a_bytes as usize))
+                .with_context(|| upload("A"))?;
+            let b = stream
+                .clone_htod(&bytes(&batch.b, l.b_bytes as usize))
+                .with_context(|| upload("B"))?;
+            let ar = stream
+                .clone_htod(&words(&batch.a_regs, t * aw))
+                .with_context(|| upload("the A registers"))?;
+            let c = stream
+                .clone_htod(&words(&batch.c, t * dw))
+                .with_context(|| upload("C"))?;
+            let mut d = stream
+                .alloc_zeros::<u32>(n * t * dw)
+                .context("allocating D")?;
+            {
+                let (pa, _ga) = a.device_ptr(&stream);
+                let (pb, _gb) = b.device_ptr(&stream);
+                let (par, _gar) = ar.device_ptr(&stream);
+                let (pc, _gc) = c.device_ptr(&stream);
+                let (pd, _gd) = d.device_ptr_mut(&stream);
+                let args = [
+                    KernelArg::Ptr(pa),
+                    KernelArg::Ptr(pb),
+                    KernelArg::Ptr(par),
+                    KernelArg::Ptr(pc),
+                    KernelArg::Ptr(pd),
+                    KernelArg::Ptr(l.a_desc.template()),
+                    KernelArg::Ptr(l.b_desc.template()),
+                    KernelArg::U32(l.a_bytes),
+                    KernelArg::U32(l.b_bytes),
+                    KernelArg::U32(l.b_off),
+                    KernelArg::U32(smem),
+                    KernelArg::U32(u32::from(l.scale_d)),
+                ];
+                // SAFETY: the arguments follow the kernel's parameter list (five .u64
+                // pointers, two .u64 descriptors, five .u32); every buffer holds `n`
+                // experiments of the sizes the kernel reads (regions of a_bytes / b_bytes, 128
+                // threads of registers) and D `n` × 128 × dw words, all written in `stream`'s
+                // order before the launch; the kernel's shared memory is `smem` bytes plus its
+                // 1 KiB of alignment, within the limit set when it was loaded.
+                unsafe {
+                    self.dev.launch_on(
+                        stream.cu_stream(),
+                        f,
+                        (n as u32, 1, 1),
+                        (THREADS, 1),
+                        smem + 1024,
+                        &args,
+                    )
+                }?;
+            }
+            // A copy into pageable memory returns once it is complete.
+            out.extend(stream.clone_dtoh(&d).context("wgmma probe launch")?);
             e0 += n;
         }
         Ok(out)

@@ -149,9 +149,9 @@ impl WgBackend for WgEmulator {
                     b[kk * n + j] = v.b.decode(read(&smem, addr, bits));
                 }
             }
-            let cw = &batch.c[e * t * dw..(e + 1) * t * dw];
             let mut c = vec![0.0; m * n];
             if l.scale_d {
+                let cw = &batch.c[e * t * dw..(e + 1) * t * dw];
                 for (i, &(r, col)) in d_map.iter().enumerate() {
                     let (th, reg, el) = fd.slot(i);
                     let words = &cw[th as usize * dw..(th as usize + 1) * dw];

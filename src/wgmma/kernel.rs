@@ -127,7 +127,8 @@ ZERO_DONE:
     add.u64 %db, %db, %base64;
     mad.lo.u32 %slot, %e, 128, %t;
 ";
-    let load = |s: &mut String, param: &str, regs: &[String], ty: &str| {
+    // C is read only when the wgmma adds it (scale-d): the other launches pass no C at all.
+    let load = |s: &mut String, param: &str, regs: &[String], ty: &str, pred: &str| {
         writeln!(
             s,
             "    ld.param.u64 %g, [{param}];
@@ -138,12 +139,18 @@ ZERO_DONE:
         )
         .unwrap();
         for (i, r) in regs.iter().enumerate() {
-            writeln!(s, "    ld.global.{ty} {r}, [%ptr+{}];", 4 * i).unwrap();
+            if !pred.is_empty() {
+                writeln!(s, "    mov.b32 {r}, 0;").unwrap();
+            }
+            writeln!(s, "    {pred}ld.global.{ty} {r}, [%ptr+{}];", 4 * i).unwrap();
         }
     };
-    load(&mut s, "p_c", &d, dty);
+    s += "    ld.param.u32 %n, [p_scale_d];
+    setp.ne.u32 %p, %n, 0;
+";
+    load(&mut s, "p_c", &d, dty, "@%p ");
     if v.a_src == ASource::Rs {
-        load(&mut s, "p_areg", &a, "b32");
+        load(&mut s, "p_areg", &a, "b32", "");
     }
     let ops = WgOperands {
         d: d.clone(),
@@ -160,9 +167,7 @@ ZERO_DONE:
     };
     writeln!(
         s,
-        "    ld.param.u32 %n, [p_scale_d];
-    setp.ne.u32 %p, %n, 0;
-    wgmma.fence.sync.aligned;
+        "    wgmma.fence.sync.aligned;
     {}
     wgmma.commit_group.sync.aligned;
     wgmma.wait_group.sync.aligned 0;

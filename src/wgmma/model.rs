@@ -17,7 +17,9 @@
 //!   + (k/8)·SBO.
 //!
 //! The swizzle then XORs address bits [4, 4+s) with bits [7, 7+s) of the absolute shared
-//! address, s = log2(W/16). The model ignores the base offset: what it does is measured.
+//! address, s = log2(W/16), less the descriptor's base offset: the documentation sets the
+//! field to start-address bits [7, 10) when the start is off the pattern's repeat, which reads
+//! as "count the phase from the start". The study sweeps measure what the hardware does.
 
 use super::desc::{Desc, Major, Swizzle};
 use super::{M, RegFrag, WgVariant};
@@ -42,10 +44,13 @@ pub fn a_reg_coord(f: &RegFrag, index: usize) -> (u32, u32) {
     )
 }
 
-/// XOR `pattern`'s swizzle into an absolute shared-memory byte address.
-pub fn swizzle(addr: u32, pattern: Swizzle) -> u32 {
+/// XOR `pattern`'s swizzle into an absolute shared-memory byte address: address bits
+/// [4, 4+s) take the XOR of the row phase, address bits [7, 7+s) less `base_offset`, mod 2^s
+/// (s = 0..3 for none, 32B, 64B, 128B). The XOR reads only bits it leaves alone, so applying
+/// it twice gives the address back.
+pub fn swizzle(addr: u32, pattern: Swizzle, base_offset: u32) -> u32 {
     let mask = pattern.width() / 16 - 1;
-    addr ^ (((addr >> 7) & mask) << 4)
+    addr ^ (((addr >> 7).wrapping_sub(base_offset) & mask) << 4)
 }
 
 /// Where element (mn, k) of a tile of `bits`-bit elements sits: the absolute bit address
@@ -96,7 +101,7 @@ pub fn element_bit_addr(
             )
         }
     };
-    let addr = swizzle(desc.start + byte, pattern);
+    let addr = swizzle(desc.start + byte, pattern, desc.base_offset);
     addr as u64 * 8 + bit as u64
 }
 

@@ -27,6 +27,7 @@ use crate::layout::{Coord, Layout};
 use crate::probe::fragment::{Check, SplitMix, Validation};
 use crate::probe::infer::{self, OneHot, PairingPlan};
 use anyhow::{Context, Result, bail};
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
 
@@ -212,9 +213,20 @@ fn reg_positions(v: &WgVariant) -> Positions {
 struct Placer<'a> {
     v: &'a WgVariant,
     l: &'a Launch,
+    /// One experiment's A and B inputs with every position set to one, built on first use:
+    /// copying them is what makes the large b1 batches cheap to fill.
+    ones: [std::cell::OnceCell<Vec<u8>>; 2],
 }
 
-impl Placer<'_> {
+impl<'a> Placer<'a> {
+    fn new(v: &'a WgVariant, l: &'a Launch) -> Self {
+        Placer {
+            v,
+            l,
+            ones: Default::default(),
+        }
+    }
+
     fn set(&self, batch: &mut Batch, which: Which, exp: usize, p: usize, code: u64) {
         let bits = self.v.elem_bits();
         match (which, self.v.a_src) {
@@ -248,11 +260,38 @@ impl Placer<'_> {
         }
     }
 
-    /// Every position of `which` set to one.
+    /// Every position of `which` (`len` of them) set to one.
     fn fill_ones(&self, batch: &mut Batch, which: Which, exp: usize, len: usize) {
-        let one = self.one(which);
-        for p in 0..len {
-            self.set(batch, which, exp, p, one);
+        let template = self.ones[which as usize].get_or_init(|| {
+            let mut one = Batch::zeroed(self.v, self.l, 1);
+            let code = self.one(which);
+            for p in 0..len {
+                self.set(&mut one, which, 0, p, code);
+            }
+            match (which, self.v.a_src) {
+                (Which::A, ASource::Rs) => {
+                    one.a_regs.iter().flat_map(|w| w.to_le_bytes()).collect()
+                }
+                (Which::A, ASource::Ss) => one.a,
+                (Which::B, _) => one.b,
+            }
+        });
+        match (which, self.v.a_src) {
+            (Which::A, ASource::Rs) => {
+                let per = template.len() / 4;
+                let words = &mut batch.a_regs[exp * per..(exp + 1) * per];
+                for (w, b) in words.iter_mut().zip(template.chunks_exact(4)) {
+                    *w = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+                }
+            }
+            (Which::A, ASource::Ss) => {
+                let per = template.len();
+                batch.a[exp * per..(exp + 1) * per].copy_from_slice(template);
+            }
+            (Which::B, _) => {
+                let per = template.len();
+                batch.b[exp * per..(exp + 1) * per].copy_from_slice(template);
+            }
         }
     }
 
@@ -274,16 +313,21 @@ impl Placer<'_> {
 /// D of a batch, decoded on demand.
 struct DValues<'a> {
     v: &'a WgVariant,
+    f: super::RegFrag,
     words: Vec<u32>,
-    _l: std::marker::PhantomData<&'a ()>,
 }
 
 impl DValues<'_> {
+    /// A slot's bits. Slots run `(thread * regs + reg) * elems_per_reg + elem` and D words
+    /// `[experiment][thread][reg]`, so slot / elems_per_reg is the word within an experiment.
     fn bits(&self, exp: usize, slot: usize) -> u64 {
-        let f = self.v.d_frag();
-        let (t, reg, e) = f.slot(slot);
-        let base = (exp * THREADS as usize + t as usize) * f.regs as usize;
-        f.extract(&self.words[base..base + f.regs as usize], reg, e)
+        let f = &self.f;
+        let per = f.elems_per_reg as usize;
+        let w = self.words[exp * f.slots() / per + slot / per] as u64;
+        if f.elem_bits == 32 {
+            return w;
+        }
+        (w >> ((slot % per) as u32 * f.elem_bits)) & ((1u64 << f.elem_bits) - 1)
     }
     fn value(&self, exp: usize, slot: usize) -> f64 {
         decode_d(self.v.d, self.bits(exp, slot))
@@ -302,8 +346,8 @@ fn run<'a>(
         .with_context(|| format!("{what} launch"))?;
     Ok(DValues {
         v,
+        f: v.d_frag(),
         words,
-        _l: std::marker::PhantomData,
     })
 }
 
@@ -377,43 +421,44 @@ fn lit_sets(
     let d = run(backend, v, placer.l, &batch, "lit-set")?;
     work.experiments += count;
     work.launches += 1;
+    // Each group decodes on its own (in parallel: b1 tiles make thousands of them): the
+    // (position, slot) pairs it names, or None when a slot counted something other than 0 or 1.
+    let decoded: Vec<Option<Vec<(usize, usize)>>> = plan
+        .par_iter()
+        .map(|&(gi, e0, bits)| {
+            let g = &groups[gi];
+            let mut found: Vec<(usize, usize)> = Vec::new();
+            for slot in 0..d_slots {
+                let c = d.value(e0, slot);
+                if c == 0.0 {
+                    continue;
+                }
+                if c != 1.0 {
+                    return None;
+                }
+                let mut idx = 0;
+                for b in 0..bits {
+                    let x = d.value(e0 + 1 + b, slot);
+                    if x == 1.0 {
+                        idx |= 1 << b;
+                    } else if x != 0.0 {
+                        return None;
+                    }
+                }
+                found.push((*g.get(idx)?, slot));
+            }
+            Some(found)
+        })
+        .collect();
     let mut redo = Vec::new();
-    for &(gi, e0, bits) in &plan {
-        let g = &groups[gi];
-        let mut found: Vec<(usize, usize)> = Vec::new();
-        let mut clean = true;
-        for slot in 0..d_slots {
-            let c = d.value(e0, slot);
-            if c == 0.0 {
-                continue;
-            }
-            if c != 1.0 {
-                clean = false;
-                break;
-            }
-            let mut idx = 0;
-            for b in 0..bits {
-                let x = d.value(e0 + 1 + b, slot);
-                if x == 1.0 {
-                    idx |= 1 << b;
-                } else if x != 0.0 {
-                    clean = false;
+    for (&(gi, _, _), found) in plan.iter().zip(decoded) {
+        match found {
+            Some(found) => {
+                for (p, slot) in found {
+                    lit[p].push(slot);
                 }
             }
-            if idx >= g.len() {
-                clean = false;
-            }
-            if !clean {
-                break;
-            }
-            found.push((g[idx], slot));
-        }
-        if clean {
-            for (p, slot) in found {
-                lit[p].push(slot);
-            }
-        } else {
-            redo.extend_from_slice(g);
+            None => redo.extend_from_slice(&groups[gi]),
         }
     }
     if !redo.is_empty() {
@@ -441,7 +486,7 @@ fn c_to_d(backend: &dyn WgBackend, placer: &Placer, work: &mut Work) -> Result<V
     let exps = slots.div_ceil(per);
     let mut l = *placer.l;
     l.scale_d = true;
-    let placer = Placer { v, l: &l };
+    let placer = Placer::new(v, &l);
     let mut batch = Batch::zeroed(v, &l, exps);
     for u in 0..slots {
         let value = (u % per + 1) as f64;
@@ -526,7 +571,7 @@ pub fn probe(
     setting.check(v)?;
     backend.check_supported(v)?;
     let l = setting.launch(v);
-    let placer = Placer { v, l: &l };
+    let placer = Placer::new(v, &l);
     let bits = v.elem_bits();
     let (m, n, k) = (M as usize, v.n as usize, v.k as usize);
     let a_pos = match v.a_src {
@@ -602,6 +647,7 @@ pub fn probe(
     work.experiments += count;
     work.launches += 1;
     let met: Vec<Vec<Vec<bool>>> = (0..k)
+        .into_par_iter()
         .map(|i| {
             (0..plan.bits)
                 .map(|bit| {
@@ -728,7 +774,7 @@ fn validate(
     ];
     let mut l = *l;
     l.scale_d = true;
-    let placer = Placer { v, l: &l };
+    let placer = Placer::new(v, &l);
     let mut batch = Batch::zeroed(v, &l, cases.len());
     let code = |t: ElemType, x: f64| -> Result<u64> {
         t.encode_exact(x)

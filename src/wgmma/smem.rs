@@ -1,12 +1,12 @@
 //! Shared-memory layouts: closed forms fitted to measured maps, and the descriptor sweeps that
 //! say what LBO, SBO and the base offset do under each swizzle mode and major-ness.
 //!
-//! A fitted form is `addr(row, col) = X(start + origin + Σ weight_b · bit_b)`: the element's
+//! A fitted form is `addr(row, col) = X_p(start + origin + Σ weight_b · bit_b)`: the element's
 //! absolute bit address is an integer-linear function of the bits of its row and column, put
-//! through an XOR pattern X (address bits [4, 4+s) ^= bits [7, 7+s), s = 0..3). The fit tries
-//! each X, undoes it (the XOR is its own inverse: it reads bits it does not change), and keeps
-//! the first under which the whole map is linear. Nothing is assumed about which X the
-//! descriptor's mode should give.
+//! through an XOR pattern X_p (address bits [4, 4+s) ^= (bits [7, 7+s) − p) mod 2^s,
+//! s = 0..3). The fit tries each X and each phase offset p, undoes X_p (it is its own inverse:
+//! it reads bits it does not change), and keeps those under which the whole map is linear.
+//! Nothing is assumed about which X or p the descriptor's fields should give.
 
 use super::desc::{Desc, Major, Swizzle};
 use super::model::swizzle;
@@ -28,12 +28,17 @@ pub struct Weight {
 pub struct SmemFit {
     /// The XOR pattern that makes the map linear.
     pub xor: Swizzle,
+    /// What the pattern's row phase subtracts from address bits [7, 7+s), mod 2^s (0: the
+    /// address bits as they are).
+    #[serde(default)]
+    pub phase_offset: u32,
     /// Byte offset of element (0, 0) from the descriptor's start, before the XOR.
     pub origin: f64,
     pub weights: Vec<Weight>,
     /// The form as text: `byte = X(start + ...) - start`.
     pub formula: String,
-    /// Every XOR pattern under which the map is linear (the tile cannot tell them apart).
+    /// Every XOR pattern under which the map is linear with some phase offset (the tile
+    /// cannot tell them apart).
     pub fits_under: Vec<Swizzle>,
 }
 
@@ -48,13 +53,16 @@ pub fn fit(entries: &[SmemEntry], start: u32) -> Option<SmemFit> {
     let max_col = entries.iter().map(|e| e.col).max()?;
     let (rb, cb) = (bits_needed(max_row), bits_needed(max_col));
     let mut fits: Vec<SmemFit> = Vec::new();
-    'pattern: for x in Swizzle::ALL {
+    let candidates = Swizzle::ALL
+        .into_iter()
+        .flat_map(|x| (0..x.width() / 16).map(move |p| (x, p)));
+    'pattern: for (x, phase) in candidates {
         let lin = |e: &SmemEntry| -> i64 {
             let abs = start as i64 + e.byte;
             if abs < 0 {
                 return i64::MIN;
             }
-            let u = swizzle(abs as u32, x) as i64 - start as i64;
+            let u = swizzle(abs as u32, x, phase) as i64 - start as i64;
             u * 8 + e.bit as i64
         };
         let at = |row: u32, col: u32| entries.iter().find(|e| e.row == row && e.col == col);
@@ -91,23 +99,33 @@ pub fn fit(entries: &[SmemEntry], start: u32) -> Option<SmemFit> {
                 bytes: wt as f64 / 8.0,
             })
             .collect();
-        let formula = formula(x, origin as f64 / 8.0, &weights);
+        let formula = formula(x, phase, origin as f64 / 8.0, &weights);
         fits.push(SmemFit {
             xor: x,
+            phase_offset: phase,
             origin: origin as f64 / 8.0,
             weights,
             formula,
             fits_under: Vec::new(),
         });
     }
-    let under: Vec<Swizzle> = fits.iter().map(|f| f.xor).collect();
+    let mut under: Vec<Swizzle> = fits.iter().map(|f| f.xor).collect();
+    under.dedup();
     let set_bits = |f: &SmemFit| -> u32 {
         f.weights
             .iter()
             .map(|w| ((w.bytes * 8.0) as i64).unsigned_abs().count_ones())
             .sum()
     };
-    let mut best = fits.into_iter().min_by_key(|f| (set_bits(f), f.xor))?;
+    // Element (0, 0) at the start with no negative weights first (the same map written
+    // around a wrong phase needs both), then the simplest weights, no phase offset, and the
+    // narrower pattern.
+    let irregular = |f: &SmemFit| {
+        f.weights.iter().filter(|w| w.bytes < 0.0).count() + usize::from(f.origin != 0.0)
+    };
+    let mut best = fits
+        .into_iter()
+        .min_by_key(|f| (irregular(f), set_bits(f), f.phase_offset, f.xor))?;
     best.fits_under = under;
     Some(best)
 }
@@ -122,7 +140,7 @@ fn num(x: f64) -> String {
 
 /// Write the weights as terms, a run of bits whose weights double grouped into one:
 /// `16·(row%8) + 1024·(row/8) + 2·col`.
-fn formula(x: Swizzle, origin: f64, weights: &[Weight]) -> String {
+fn formula(x: Swizzle, phase: u32, origin: f64, weights: &[Weight]) -> String {
     let mut terms = Vec::new();
     if origin != 0.0 {
         terms.push(num(origin));
@@ -160,17 +178,23 @@ fn formula(x: Swizzle, origin: f64, weights: &[Weight]) -> String {
     } else {
         terms.join(" + ")
     };
-    match x {
-        Swizzle::None => format!("byte = {body}"),
-        _ => format!("byte = xor{}(start + {body}) - start", x.name()),
+    match (x, phase) {
+        (Swizzle::None, _) => format!("byte = {body}"),
+        (_, 0) => format!("byte = xor{}(start + {body}) - start", x.name()),
+        (_, p) => format!(
+            "byte = xor{}(start + {body}) - start, XOR phase = address bits [7, {}) − {p}",
+            x.name(),
+            7 + (x.width() / 16).trailing_zeros()
+        ),
     }
 }
 
 /// One point of a sweep: the setting, what it measured, the fits of A and B.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SweepPoint {
-    /// What changed from the packed setting: `packed`, `LBO×2`, `SBO×2`, `start+256`,
-    /// `start+256, base offset 2`.
+    /// What changed from the packed setting: `packed`, `LBO×2` (with `, SBO×4` where the
+    /// stride alone would overlap tiles), `SBO×2`, `start+256`, `start+256, base offset 2`,
+    /// `base offset 2`, and so on.
     pub label: String,
     pub setting: Setting,
     pub passed: bool,
@@ -188,34 +212,47 @@ pub fn sweep_settings(v: &WgVariant, sw: Swizzle, major: Major) -> Vec<(String, 
         f(&mut s.b_desc);
         s
     };
-    // A doubled LBO can land core matrices on the next row group's; SBO then doubles too, so
-    // that every point is a layout in which no two elements share a byte.
-    let lbo2 = with(&|d| d.lbo *= 2);
-    let lbo_point = if distinct(v, &lbo2) {
-        ("LBO×2".to_string(), lbo2)
-    } else {
-        (
-            "LBO×2, SBO×4".to_string(),
-            with(&|d| {
-                d.lbo *= 2;
-                d.sbo *= 4;
-            }),
-        )
+    // A doubled stride can land one group of core matrices on the next group along the other
+    // field; that field then doubles too (or quadruples), so that every point is a layout in
+    // which no two elements share a byte.
+    let doubled = |name: &str, other: &str, field: fn(&mut Desc) -> &mut u32| {
+        let other_field: fn(&mut Desc) -> &mut u32 = if name == "LBO" {
+            |d| &mut d.sbo
+        } else {
+            |d| &mut d.lbo
+        };
+        [1, 2, 4]
+            .into_iter()
+            .map(|o| {
+                let s = with(&|d| {
+                    *field(d) *= 2;
+                    *other_field(d) *= o;
+                });
+                let label = match o {
+                    1 => format!("{name}×2"),
+                    o => format!("{name}×2, {other}×{o}"),
+                };
+                (label, s)
+            })
+            .find(|(_, s)| distinct(v, s))
     };
-    let mut out = vec![
-        ("packed".to_string(), base),
-        lbo_point,
-        ("SBO×2".to_string(), with(&|d| d.sbo *= 2)),
-    ];
+    let mut out = vec![("packed".to_string(), base)];
+    out.extend(doubled("LBO", "SBO", |d| &mut d.lbo));
+    out.extend(doubled("SBO", "LBO", |d| &mut d.sbo));
     if sw != Swizzle::None {
+        // Where the XOR's row phase comes from: the start off the 1024-byte repeat, then the
+        // base offset field at several values, with the start aligned and off it.
         out.push(("start+256".to_string(), with(&|d| d.start += 256)));
-        out.push((
-            "start+256, base offset 2".to_string(),
-            with(&|d| {
-                d.start += 256;
-                d.base_offset = 2;
-            }),
-        ));
+        for b in 1..=3 {
+            out.push((
+                format!("start+256, base offset {b}"),
+                with(&|d| {
+                    d.start += 256;
+                    d.base_offset = b;
+                }),
+            ));
+        }
+        out.push(("base offset 2".to_string(), with(&|d| d.base_offset = 2)));
     }
     out
 }
@@ -302,5 +339,54 @@ mod tests {
         let a = p.a_fit.unwrap();
         assert_eq!(a.xor, Swizzle::B128);
         assert_eq!(a.formula, "byte = xor128B(start + 128·row + 2·col) - start");
+    }
+
+    #[test]
+    fn every_sweep_point_gives_each_element_its_own_byte() {
+        for bits in [16, 32, 8, 1] {
+            let v = study_variant(bits);
+            let majors: &[Major] = if v.transposable() {
+                &[Major::K, Major::MN]
+            } else {
+                &[Major::K]
+            };
+            for &m in majors {
+                for sw in Swizzle::ALL {
+                    for (label, s) in sweep_settings(&v, sw, m) {
+                        assert!(distinct(&v, &s), "{bits}-bit {m} {sw} {label}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_fit_names_the_phase_the_base_offset_takes_away() {
+        let v = study_variant(16);
+        let emu = crate::wgmma::emulator::WgEmulator::new();
+        for (sw, b, want) in [
+            (Swizzle::B128, 3, 3),
+            (Swizzle::B64, 3, 3),
+            (Swizzle::B64, 2, 2),
+            (Swizzle::B32, 2, 0),
+            (Swizzle::B32, 1, 1),
+        ] {
+            let mut s = Setting::packed(&v, sw, Major::K, Major::K);
+            s.a_desc.start += 256;
+            s.a_desc.base_offset = b;
+            s.b_desc = s.a_desc;
+            let (p, _) = point(&emu, &v, "t", &s, 1).unwrap();
+            assert!(p.passed, "{sw} {b}");
+            let a = p.a_fit.unwrap();
+            assert_eq!(
+                (a.xor, a.phase_offset, a.origin),
+                (sw, want, 0.0),
+                "{sw} {b}"
+            );
+            // The same linear part as the packed tile: only the phase moved.
+            let packed = Setting::packed(&v, sw, Major::K, Major::K);
+            let (q, _) = point(&emu, &v, "packed", &packed, 1).unwrap();
+            assert_eq!(a.weights, q.a_fit.unwrap().weights, "{sw} {b}");
+        }
     }
 }

@@ -15,7 +15,7 @@
 # nvidia-smi logs SM clock, power and temperature every 250 ms meanwhile ($OUT/smi.csv).
 #
 # The binary comes from the dev machine as .dev/bin/fp4probe (cargo build --release, copied
-# there); results land in $OUT: logs, summary.txt, torch.json, and wgmma-bench.tgz holding every
+# there); results land in $OUT: summary.txt, smi.csv, torch.json, and wgmma-bench.tgz holding the logs, every
 # JSON report and wgmma-bench.csv. Usage on the device machine, from the repository root:
 #   OUT=/some/dir bash tests/gpu/run-wgmma-bench-on-device.sh
 set -uo pipefail
@@ -40,8 +40,8 @@ done
 
 echo "== 2. peak: ${PEAK[*]}"
 for v in "${PEAK[@]}"; do
-    time $B bench --wgmma "$v" "${HEAD[@]}" -o "$R/peak" > "$OUT/peak-$v.log" 2>&1
-    echo "rc=$?"; grep -vE "^\s+kernel|timed loop" "$OUT/peak-$v.log" | cut -c1-220
+    time $B bench --wgmma "$v" "${HEAD[@]}" -o "$R/peak" > "$R/peak-$v.log" 2>&1
+    echo "rc=$?"; grep -vE "^\s+kernel|timed loop" "$R/peak-$v.log" | cut -c1-220
 done
 
 echo "== 3. alternatives of the ss kernels"
@@ -53,8 +53,8 @@ done 2>&1 | grep -v "^assembled"
 
 echo "== 4. latency and throughput per N"
 for t in f32.bf16.bf16.ss f32.e4m3.e4m3.ss; do
-    time $B bench --wgmma-sweep "$t" -q -o "$R/sweep" > "$OUT/sweep-$t.log" 2>&1
-    echo "rc=$?"; sed -n '/latency and best throughput per N/,$p' "$OUT/sweep-$t.log"
+    time $B bench --wgmma-sweep "$t" -q -o "$R/sweep" > "$R/sweep-$t.log" 2>&1
+    echo "rc=$?"; sed -n '/latency and best throughput per N/,$p' "$R/sweep-$t.log"
 done
 
 echo "== 5. torch"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The wgmma probes on an sm_90a GPU, in one device call: one variant as a check, the whole
-# dense catalog timed (maps to a scratch folder, logs to $OUT), the maps committed under
-# reports/sm_90/wgmma (every type set at N = 16 from registers, bf16 and e4m3 at N = 64 and
-# 256), and the shared-memory studies.
+# The wgmma probes on an sm_90a GPU, in one device call: one variant as a check, the N = 256
+# variants one at a time (--jobs 1: the time of a single variant, its JIT included), the whole
+# dense catalog timed on every core (maps to a scratch folder, logs to $OUT), the maps
+# committed under reports/sm_90/wgmma (every type set at N = 16 from registers, bf16 and e4m3
+# at N = 64 and 256), and the shared-memory studies.
 #
 # Usage (from the checkout root on the device): tests/gpu/run-wgmma-on-device.sh
 # Needs .dev/bin/fp4probe (built elsewhere and carried) and $OUT.
@@ -13,6 +14,8 @@ mkdir -p "$OUT"
 nvidia-smi -L | tee "$OUT/device.txt"
 "$B" wgmma probe --backend cuda --variant m64n64k16.f32.bf16.bf16.ss -o "$OUT/check" 2>&1 | tee "$OUT/check.log"
 scratch=$(mktemp -d)
+"$B" wgmma probe --backend cuda --filter m64n256k --jobs 1 -o "$scratch/one" >"$OUT/one.log" 2>&1
+sort -k3 -n -r "$OUT/one.log" | head -4; tail -2 "$OUT/one.log"
 t0=$(date +%s.%N)
 "$B" wgmma probe --backend cuda --all -o "$scratch/all" >"$OUT/all.log" 2>&1
 echo "whole dense catalog: $(echo "$(date +%s.%N) - $t0" | python3 -c "import sys; print(round(eval(sys.stdin.read()), 2))") s wall (process)" | tee "$OUT/all.time"
