@@ -261,10 +261,26 @@ fn run_probe(
         )?;
     }
     let start = Instant::now();
+    let pool = common.pool()?;
+    if let Some(c) = jit {
+        let kernels: Vec<_> = picked
+            .iter()
+            .map(|v| {
+                (
+                    v.clone(),
+                    Setting::packed(v, swizzle, major, major)
+                        .launch(v)
+                        .transpose(),
+                )
+            })
+            .collect();
+        pool.install(|| c.prefetch(&kernels))?;
+    }
+    let jit_wall = start.elapsed().as_secs_f64();
     let failed = AtomicUsize::new(0);
     // Lines print as variants finish, so their order follows the threads; the files do not
     // depend on it.
-    common.pool()?.install(|| {
+    pool.install(|| {
         picked.par_iter().try_for_each(|v| -> Result<()> {
             let setting = Setting::packed(v, swizzle, major, major);
             let out = probe(backend, v, &setting, common.seed)?;
@@ -305,19 +321,22 @@ fn run_probe(
         picked.len() - failed,
         start.elapsed().as_secs_f64(),
         backend.info().name,
-        jit_note(jit, common)
+        jit_note(jit, common, jit_wall)
     );
     Ok(finish(emulator, failed))
 }
 
-/// How many kernels the driver JIT-compiled and the time it took, summed over threads.
-fn jit_note(jit: Option<&WgCuda>, common: &Common) -> String {
+/// How many kernels were built, by what, the wall time of that phase and its time summed
+/// over threads.
+fn jit_note(jit: Option<&WgCuda>, common: &Common, wall_s: f64) -> String {
     let threads = common.pool().map_or(1, |p| p.current_num_threads());
     jit.map_or(String::new(), |c| {
         let (n, t) = c.jit_stats();
         format!(
-            "; {threads} threads; JIT of {n} kernel(s): {:.2} s summed over threads",
-            t.as_secs_f64()
+            "; {threads} threads; {n} kernel(s) built first: {wall_s:.2} s wall, {:.2} s summed \
+             over threads, by {}",
+            t.as_secs_f64(),
+            c.assembler()
         )
     })
 }
@@ -337,8 +356,21 @@ fn run_smem(
         outputs.check_result(&dir, &stem(v, *s, *m), Some(header), emulator)?;
     }
     let start = Instant::now();
+    let pool = common.pool()?;
+    if let Some(c) = jit {
+        let kernels: Vec<_> = studies
+            .iter()
+            .flat_map(|(v, s, m)| {
+                sweep_settings(v, *s, *m)
+                    .into_iter()
+                    .map(|(_, setting)| (v.clone(), setting.launch(v).transpose()))
+            })
+            .collect();
+        pool.install(|| c.prefetch(&kernels))?;
+    }
+    let jit_wall = start.elapsed().as_secs_f64();
     let failed = AtomicUsize::new(0);
-    common.pool()?.install(|| {
+    pool.install(|| {
         studies.par_iter().try_for_each(|(v, s, m)| -> Result<()> {
             let t0 = Instant::now();
             let mut points = Vec::new();
@@ -406,7 +438,7 @@ fn run_smem(
         studies.len(),
         start.elapsed().as_secs_f64(),
         backend.info().name,
-        jit_note(jit, common)
+        jit_note(jit, common, jit_wall)
     );
     Ok(finish(emulator, failed))
 }

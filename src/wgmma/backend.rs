@@ -7,6 +7,7 @@ use super::kernel::{ENTRY, Transpose, probe_kernel};
 use super::{ASource, THREADS, WgVariant};
 use crate::device::DeviceInfo;
 use crate::device::cuda::{CudaBackend, KernelArg, PtxModule};
+use crate::probe::bench::Toolchain;
 use anyhow::{Context, Result, bail};
 use cudarc::driver::{DevicePtr, DevicePtrMut};
 use std::collections::HashMap;
@@ -112,8 +113,12 @@ type KernelSlot = Arc<OnceLock<std::result::Result<Loaded, String>>>;
 pub struct WgCuda<'a> {
     pub dev: &'a CudaBackend,
     kernels: Mutex<HashMap<(String, Transpose), KernelSlot>>,
-    /// Summed over threads: time spent in the driver's JIT.
+    /// Summed over threads: time spent turning PTX into loaded kernels.
     jit: Mutex<Duration>,
+    /// The ptxas that assembles the kernels in processes of their own, side by side; the
+    /// driver's JIT (which compiles one kernel at a time per context) where there is none or
+    /// its cubin does not load.
+    ptxas: Option<Toolchain>,
 }
 
 impl<'a> WgCuda<'a> {
@@ -122,7 +127,30 @@ impl<'a> WgCuda<'a> {
             dev,
             kernels: Mutex::new(HashMap::new()),
             jit: Mutex::new(Duration::ZERO),
+            ptxas: Toolchain::for_device(),
         }
+    }
+
+    /// What turns the probe PTX into kernels, for the run's summary.
+    pub fn assembler(&self) -> String {
+        self.ptxas.as_ref().map_or_else(
+            || "the driver's JIT".to_string(),
+            |t| {
+                format!(
+                    "{}, the driver's JIT where its cubin does not load",
+                    t.describe()
+                )
+            },
+        )
+    }
+
+    /// Load the kernels of `items` side by side before any launch: the driver's JIT holds the
+    /// context while it compiles, so compiling while other threads launch stalls them all.
+    pub fn prefetch(&self, items: &[(WgVariant, Transpose)]) -> Result<()> {
+        use rayon::prelude::*;
+        items
+            .par_iter()
+            .try_for_each(|(v, tr)| self.function(v, *tr).map(|_| ()))
     }
 
     /// Kernels loaded so far and the JIT time they took (summed over threads).
@@ -138,9 +166,14 @@ impl<'a> WgCuda<'a> {
     fn load(&self, v: &WgVariant, tr: Transpose) -> std::result::Result<Loaded, String> {
         let t0 = Instant::now();
         let loaded = (|| -> Result<Loaded> {
-            let module = self
-                .dev
-                .load_ptx_module(&probe_kernel(v, tr))
+            let ptx = probe_kernel(v, tr);
+            let cubin = self
+                .ptxas
+                .as_ref()
+                .and_then(|t| t.assemble(&ptx, v.min_target()).ok());
+            let module = cubin
+                .and_then(|c| self.dev.load_cubin_module(&c).ok())
+                .map_or_else(|| self.dev.load_ptx_module(&ptx), Ok)
                 .with_context(|| format!("loading the wgmma probe kernel of {}", v.id()))?;
             let f = module.function(ENTRY)?;
             // SAFETY: `f` belongs to `module`, loaded into this backend's context and kept

@@ -17,7 +17,8 @@ scratch=$(mktemp -d)
 "$B" wgmma probe --backend cuda --filter m64n256k --jobs 1 -o "$scratch/one" >"$OUT/one.log" 2>&1
 sort -k3 -n -r "$OUT/one.log" | head -4; tail -2 "$OUT/one.log"
 t0=$(date +%s.%N)
-"$B" wgmma probe --backend cuda --all -o "$scratch/all" >"$OUT/all.log" 2>&1
+# No driver JIT cache: the time a first run on a fresh machine takes.
+CUDA_CACHE_DISABLE=1 "$B" wgmma probe --backend cuda --all -o "$scratch/all" >"$OUT/all.log" 2>&1
 echo "whole dense catalog: $(echo "$(date +%s.%N) - $t0" | python3 -c "import sys; print(round(eval(sys.stdin.read()), 2))") s wall (process)" | tee "$OUT/all.time"
 tail -3 "$OUT/all.log"
 grep -c " passed " "$OUT/all.log"; grep " FAILED " "$OUT/all.log" | head -20
@@ -30,7 +31,7 @@ for id in $(grep -oE '^m64n16k[0-9]+\S*\.rs ' "$OUT/all.log") \
 done
 "$B" wgmma probe --backend cuda --filter m64n64k16 --major MN --swizzle 128B -o "$scratch/mn128" 2>&1 | tee "$OUT/mn128.log" | tail -4
 t0=$(date +%s.%N)
-"$B" wgmma smem --backend cuda -o "$keep" >"$OUT/smem.log" 2>&1
+CUDA_CACHE_DISABLE=1 "$B" wgmma smem --backend cuda -o "$keep" >"$OUT/smem.log" 2>&1
 echo "shared-memory studies: $(echo "$(date +%s.%N) - $t0" | python3 -c "import sys; print(round(eval(sys.stdin.read()), 2))") s wall (process)" | tee "$OUT/smem.time"
 tail -2 "$OUT/smem.log"
 du -sh "$keep"
