@@ -30,14 +30,14 @@ pub fn lane_colour(lane: u32) -> String {
     format!("#{r:02x}{g:02x}{b:02x}")
 }
 
-fn esc(s: &str) -> String {
+pub(super) fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
         .replace('"', "&quot;")
 }
 
-fn text_width(chars: usize, px_per_char: f64) -> u32 {
+pub(super) fn text_width(chars: usize, px_per_char: f64) -> u32 {
     (chars as f64 * px_per_char).ceil() as u32
 }
 
