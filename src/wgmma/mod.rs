@@ -11,6 +11,7 @@ pub mod bench;
 pub mod catalog;
 pub mod desc;
 pub mod emulator;
+pub mod grid;
 pub mod kernel;
 pub mod map;
 pub mod model;
