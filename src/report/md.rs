@@ -27,6 +27,17 @@ pub(crate) fn plural(n: impl Into<u64>, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
+/// The line under a page's heading that links its data and the index: `Data: [JSON](s.json),
+/// [CSV](s.csv) · [index](target)`, without the CSV where the map has none.
+pub(crate) fn data_links(s: &mut String, stem: &str, csv: bool, index: &str, target: &str) {
+    let csv = if csv {
+        format!(", [CSV]({stem}.csv)")
+    } else {
+        String::new()
+    };
+    let _ = writeln!(s, "Data: [JSON]({stem}.json){csv} · [{index}]({target})\n");
+}
+
 /// The status line: PASSED on hardware, EMULATED, or FAILED.
 pub(crate) fn badge(status: Status, backend: BackendKind) -> &'static str {
     match (status, backend) {
@@ -79,6 +90,15 @@ pub(crate) fn status_section(
             );
         }
     }
+}
+
+/// The provenance table's `probe` row: `259 experiments in 5 launches{more}, 0.007 s wall ...`.
+pub(crate) fn work_line(experiments: usize, launches: usize, more: &str, wall_s: f64) -> String {
+    format!(
+        "{} in {}{more}, {wall_s:.3} s wall (module load and JIT included)",
+        plural(experiments as u64, "experiment", "experiments"),
+        plural(launches as u64, "launch", "launches"),
+    )
 }
 
 /// The provenance table; `probe` is the last row (what the probe did, in words).

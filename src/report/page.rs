@@ -1,7 +1,8 @@
 //! The markdown page of one lane map.
 
 use super::md::{
-    cell, code, plural, provenance_section, ptx_section, status_section, validation_section,
+    cell, code, data_links, plural, provenance_section, ptx_section, status_section,
+    validation_section, work_line,
 };
 use super::{GENERATED, axis_names, reg_label, stem};
 use crate::device::BackendKind;
@@ -71,25 +72,23 @@ pub fn render_page_with(map: &LaneMap, opts: &PageOptions) -> String {
         map.min_target
     );
     if opts.links {
-        let csv = if map.operands.is_empty() {
-            String::new()
-        } else {
-            format!(", [CSV]({stem}.csv)")
-        };
-        let _ = writeln!(
-            s,
-            "Data: [JSON]({stem}.json){csv} · [all variants and devices](../README.md)\n"
+        data_links(
+            &mut s,
+            &stem,
+            !map.operands.is_empty(),
+            "all variants and devices",
+            "../README.md",
         );
     }
 
     provenance_section(
         &mut s,
         p,
-        format!(
-            "{} in {}, {:.3} s wall (module load and JIT included)",
-            plural(map.timing.experiments as u64, "experiment", "experiments"),
-            plural(map.timing.launches as u64, "launch", "launches"),
-            map.timing.wall_s
+        work_line(
+            map.timing.experiments,
+            map.timing.launches,
+            "",
+            map.timing.wall_s,
         ),
     );
 

@@ -18,6 +18,8 @@ pub mod model;
 pub mod probe;
 pub mod rejected;
 pub mod smem;
+#[cfg(test)]
+pub(crate) mod testing;
 
 pub use catalog::catalog;
 

@@ -167,85 +167,84 @@ pub fn render(entries: &[WgIndexEntry]) -> String {
         "## wgmma (warpgroup MMA, sm_90a)\n\n`wgmma.mma_async` records live in `<folder>/{WGMMA_DIR}/`: **lane maps** (`fp4probe wgmma probe`) say which thread 0–127 of the warpgroup, register and element hold each element of D, C and (A from registers) A, with the shared-memory tiles of the probe's descriptors; **shared-memory studies** (`fp4probe wgmma smem`) say which byte feeds each element of A and B for one element size, major-ness and swizzle mode, fitted to a closed form, and what LBO, SBO, the start and the base offset do. Regenerate their pages and this index: `fp4probe report reports/*/{WGMMA_DIR}/*.json`.\n\nPictures: every register operand of a lane map up to N = {} (A at any N; C only where it differs from D) and the shared-memory tiles of every map and study. The column *pictures* lists each page's; a page without pictures has the CSV and `fp4probe view`.\n",
         super::PICTURE_MAX_N
     );
-    // Hardware folders first, then by name.
-    let key = |e: &WgIndexEntry| (e.backend != BackendKind::Hardware, e.folder.clone());
-    let mut lanes: Vec<&WgIndexEntry> = entries
-        .iter()
-        .filter(|e| matches!(e.what, What::Lanes { .. }))
-        .collect();
-    lanes.sort_by_key(|e| match &e.what {
-        What::Lanes { order, variant, .. } => (*order, variant.clone(), key(e)),
-        What::Study { .. } => (usize::MAX, String::new(), key(e)),
-    });
-    if !lanes.is_empty() {
-        s.push_str("### Register lane maps\n\n| variant | A from | folder | status | device | against the documented layout | pictures |\n| --- | --- | --- | --- | --- | --- | --- |\n");
-        for e in lanes {
-            if let What::Lanes {
+    // Each record's table, sort key and row; hardware folders first within a record.
+    type Key = (usize, String, usize, bool, String);
+    let mut tables: [Vec<(Key, String)>; 2] = [Vec::new(), Vec::new()];
+    let rank = |sw: &str| {
+        ["none", "32B", "64B", "128B"]
+            .iter()
+            .position(|x| *x == sw)
+            .unwrap_or(4)
+    };
+    for e in entries {
+        let hw = e.backend != BackendKind::Hardware;
+        let common = format!("{} | {} | {} |", e.folder, status_cell(e), e.device);
+        let (table, key, row) = match &e.what {
+            What::Lanes {
                 variant,
+                order,
                 a_from,
                 documented,
-                ..
-            } = &e.what
-            {
+            } => {
                 let doc = match documented {
                     None => "—".to_string(),
                     Some(0) => "identical".to_string(),
                     Some(n) => format!("**{n} slots differ**"),
                 };
-                let _ = writeln!(
-                    s,
-                    "| `{variant}` | {a_from} | {} | {} | {} | {doc} | {} |",
-                    e.folder,
-                    status_cell(e),
-                    e.device,
-                    pictures_cell(e)
-                );
+                (
+                    0,
+                    (*order, variant.clone(), 0, hw, e.folder.clone()),
+                    format!("| `{variant}` | {a_from} | {common} {doc} |"),
+                )
             }
-        }
-        s.push('\n');
-    }
-    let mut studies: Vec<&WgIndexEntry> = entries
-        .iter()
-        .filter(|e| matches!(e.what, What::Study { .. }))
-        .collect();
-    let rank = |sw: &str| ["none", "32B", "64B", "128B"].iter().position(|x| *x == sw);
-    studies.sort_by_key(|e| match &e.what {
-        What::Study {
-            bits,
-            major,
-            swizzle,
-            ..
-        } => (*bits, major.clone(), rank(swizzle), key(e)),
-        What::Lanes { .. } => (0, String::new(), None, key(e)),
-    });
-    if !studies.is_empty() {
-        s.push_str("### Shared-memory studies\n\n| element bits | major | swizzle | folder | status | device | A form | B form | pictures |\n| ---: | --- | --- | --- | --- | --- | --- | --- | --- |\n");
-        for e in studies {
-            if let What::Study {
+            What::Study {
                 bits,
                 major,
                 swizzle,
                 a_form,
                 b_form,
-            } = &e.what
-            {
+            } => {
                 let form = |f: &Option<String>| {
                     f.as_ref()
                         .map(|f| format!("`{f}`"))
                         .unwrap_or_else(|| "no form fits".into())
                 };
-                let _ = writeln!(
-                    s,
-                    "| {bits} | {major} | {swizzle} | {} | {} | {} | {} | {} | {} |",
-                    e.folder,
-                    status_cell(e),
-                    e.device,
-                    form(a_form),
-                    form(b_form),
-                    pictures_cell(e)
-                );
+                (
+                    1,
+                    (
+                        *bits as usize,
+                        major.clone(),
+                        rank(swizzle),
+                        hw,
+                        e.folder.clone(),
+                    ),
+                    format!(
+                        "| {bits} | {major} | {swizzle} | {common} {} | {} |",
+                        form(a_form),
+                        form(b_form)
+                    ),
+                )
             }
-        }
+        };
+        tables[table].push((key, format!("{row} {} |", pictures_cell(e))));
     }
+    let heads = [
+        "### Register lane maps\n\n| variant | A from | folder | status | device | against the documented layout | pictures |\n| --- | --- | --- | --- | --- | --- | --- |\n",
+        "### Shared-memory studies\n\n| element bits | major | swizzle | folder | status | device | A form | B form | pictures |\n| ---: | --- | --- | --- | --- | --- | --- | --- | --- |\n",
+    ];
+    for (mut rows, head) in tables.into_iter().zip(heads) {
+        if rows.is_empty() {
+            continue;
+        }
+        rows.sort();
+        s.push_str(head);
+        for (_, row) in rows {
+            s.push_str(&row);
+            s.push('\n');
+        }
+        s.push('\n');
+    }
+    s.truncate(s.trim_end().len());
+    s.push('\n');
     s
 }

@@ -5,9 +5,10 @@
 
 use super::super::GENERATED;
 use super::super::md::{
-    code, plural, provenance_section, ptx_section, ranges, status_section, validation_section,
+    code, data_links, plural, provenance_section, ptx_section, ranges, status_section,
+    validation_section, work_line,
 };
-use super::{Pictures, smem_fit};
+use super::{INDEX_LINK, INDEX_NAME, Pictures, smem_fit};
 use crate::device::BackendKind;
 use crate::wgmma::grid::{RegGrid, TileGrid, axis_names};
 use crate::wgmma::map::WgLaneMap;
@@ -84,28 +85,22 @@ pub fn render(map: &WgLaneMap, v: &WgVariant, pictures: &Pictures) -> String {
         v.min_target()
     );
     if pictures.links {
-        let csv = if map.registers.is_empty() {
-            String::new()
-        } else {
-            format!(", [CSV]({stem}.csv)")
-        };
-        let _ = writeln!(
-            s,
-            "Data: [JSON]({stem}.json){csv} · [all maps and studies](../../README.md#wgmma-warpgroup-mma-sm_90a)\n"
+        data_links(
+            &mut s,
+            &stem,
+            !map.registers.is_empty(),
+            INDEX_NAME,
+            INDEX_LINK,
         );
     }
     provenance_section(
         &mut s,
         p,
-        format!(
-            "{} in {}, {:.3} s wall (module load and JIT included)",
-            plural(
-                map.timing.work.experiments as u64,
-                "experiment",
-                "experiments"
-            ),
-            plural(map.timing.work.launches as u64, "launch", "launches"),
-            map.timing.wall_s
+        work_line(
+            map.timing.work.experiments,
+            map.timing.work.launches,
+            "",
+            map.timing.wall_s,
         ),
     );
     reproduce(&mut s, map);

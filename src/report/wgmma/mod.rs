@@ -22,6 +22,7 @@ pub use regs::{LABEL_MAX_COLS, reg_svg};
 pub use study::reference;
 pub use tile::{TILE_SVG_MARKER, TileCaption, tile_svg};
 
+use super::svg::who;
 use super::{GENERATED, SVG_MARKER};
 use crate::device::BackendKind;
 use crate::layout::lanemap::Status;
@@ -35,6 +36,10 @@ use crate::wgmma::probe::SmemEntry;
 use crate::wgmma::smem::{SmemFit, fit};
 use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};
+
+/// The index's wgmma section, as a page links it.
+const INDEX_NAME: &str = "all maps and studies";
+const INDEX_LINK: &str = "../../README.md#wgmma-warpgroup-mma-sm_90a";
 
 /// What a page shows beyond its record: links to its data, and which pictures it has.
 #[derive(Clone, Debug, Default)]
@@ -68,15 +73,6 @@ pub fn smem_fit(entries: &[[i64; 4]], start: u32) -> Option<SmemFit> {
         })
         .collect();
     fit(&e, start)
-}
-
-fn who(p: &Provenance) -> String {
-    match p.backend {
-        BackendKind::Hardware => format!("measured on {}", p.device),
-        BackendKind::Emulator => {
-            "emulator: the documented layout through the CPU model, not a hardware finding".into()
-        }
-    }
 }
 
 impl WgDoc {
@@ -234,4 +230,191 @@ pub fn write_page(doc: &WgDoc, dir: &Path, out: &Outputs) -> Result<Vec<PathBuf>
         written.push(p);
     }
     Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wgmma::desc::Swizzle;
+    use crate::wgmma::testing;
+
+    fn lanes(id: &str) -> WgDoc {
+        let map = testing::lane_map(id);
+        let v = crate::wgmma::find(id).unwrap();
+        WgDoc::Lanes { map, v }
+    }
+
+    fn file<'a>(files: &'a [(String, String, &str)], name: &str) -> &'a str {
+        &files
+            .iter()
+            .find(|f| f.0 == name)
+            .unwrap_or_else(|| {
+                panic!(
+                    "no {name} among {:?}",
+                    files.iter().map(|f| &f.0).collect::<Vec<_>>()
+                )
+            })
+            .1
+    }
+
+    #[test]
+    fn a_lane_map_page_names_the_four_warps_and_pictures_each_operand() {
+        let id = "m64n8k16.f32.bf16.bf16.rs";
+        let doc = lanes(id);
+        let files = doc.files();
+        let names: Vec<&str> = files.iter().map(|f| f.0.as_str()).collect();
+        // C is D's registers: no picture of its own.
+        assert_eq!(
+            names,
+            [
+                format!("{id}.md"),
+                format!("{id}.A.svg"),
+                format!("{id}.D.svg"),
+                format!("{id}.B.smem.svg")
+            ]
+        );
+        let page = file(&files, &format!("{id}.md"));
+        assert!(page.starts_with(GENERATED));
+        assert!(page.contains("**Status: EMULATED (not a hardware finding)**"));
+        assert!(
+            page.contains(
+                "| warp | threads | A rows | A cols | D rows | D cols | C rows | C cols |"
+            )
+        );
+        for (w, rows) in ["0–15", "16–31", "32–47", "48–63"].iter().enumerate() {
+            let line = format!(
+                "| {w} | {}–{} | {rows} | all 16 | {rows} | all 8 |",
+                32 * w,
+                32 * w + 31
+            );
+            assert!(page.contains(&line), "{line} missing:\n{page}");
+        }
+        assert!(page.contains("**Identical**, slot for slot"));
+        assert!(page.contains(&format!("![D]({id}.D.svg)")));
+        assert!(
+            page.contains("C holds every element in the same thread, register and element as D")
+        );
+        assert!(page.contains("`byte = 2·(row%8) + 128·(row/8) + 16·col`"));
+
+        let d = file(&files, &format!("{id}.D.svg"));
+        assert!(d.contains(&format!("<title>{id} — D{}", SVG_MARKER)));
+        for w in 0..4 {
+            assert!(d.contains(&format!(">warp {w}</text>")), "warp {w} band");
+            assert!(d.contains(&format!(">warp {w}: T{}–T{}</text>", 32 * w, 32 * w + 31)));
+        }
+        // Labelled (8 columns): thread 37 = warp 1 (rows 16–31), g 1, q 1 holds r0–1 on row 17
+        // and r2–3 on row 25, at columns 2–3.
+        assert_eq!(d.matches(">T37</text>").count(), 2);
+        assert!(d.contains(">r0–1</text>") && d.contains(">r2–3</text>"));
+        // The thick warp rules: three horizontal ones, across all 8 columns, none vertical.
+        let thick = d
+            .lines()
+            .find(|l| l.contains(r#"stroke-width="3""#))
+            .expect("warp rules");
+        let thick = thick.split('"').nth(1).unwrap();
+        assert_eq!(thick.matches('h').count(), 3, "{thick}");
+        assert!(!thick.contains('v'), "{thick}");
+        // Deterministic.
+        assert_eq!(files, doc.files());
+    }
+
+    #[test]
+    fn wide_operands_carry_their_labels_in_titles() {
+        let doc = lanes("m64n64k16.f32.bf16.bf16.rs");
+        let files = doc.files();
+        let d = file(&files, "m64n64k16.f32.bf16.bf16.rs.D.svg");
+        assert!(!d.contains(">T37</text>"));
+        // Thread 37 on row 17: r0–1 at columns 2–3, then every 8 columns.
+        assert!(
+            d.contains("<title>T37 (warp 1 lane 5) row 17: r0–1 in col 2–3, r4–5 in col 10–11,"),
+            "{}",
+            &d[..2000]
+        );
+        // Past N = 64 D is not pictured; A still is.
+        let doc = lanes("m64n72k16.f32.bf16.bf16.rs");
+        let names: Vec<String> = doc.files().into_iter().map(|f| f.0).collect();
+        assert!(names.contains(&"m64n72k16.f32.bf16.bf16.rs.A.svg".to_string()));
+        assert!(!names.iter().any(|n| n.ends_with(".D.svg")));
+        let page = &doc.files()[0].1;
+        assert!(page.contains("No picture: D and C are pictured up to N = 64"));
+    }
+
+    #[test]
+    fn a_moved_slot_is_listed_against_the_documented_layout() {
+        let WgDoc::Lanes { mut map, v } = lanes("m64n8k16.f32.bf16.bf16.rs") else {
+            unreachable!()
+        };
+        // Swap where two D slots of thread 0 land.
+        let d = map.registers.iter_mut().find(|r| r.operand == "D").unwrap();
+        let (a, b) = (d.slots[0], d.slots[1]);
+        d.slots[0][3..].copy_from_slice(&b[3..]);
+        d.slots[1][3..].copy_from_slice(&a[3..]);
+        map.documented_mismatches = Some(2);
+        let page = &WgDoc::Lanes { map, v }.files()[0].1;
+        assert!(
+            page.contains("**Different.** The map records 2 slots"),
+            "{page}"
+        );
+        assert!(page.contains("| D | 0 | 0 | 0 | 0, 1 | 0, 0 |"));
+        assert!(page.contains("| D | 0 | 1 | 0 | 0, 0 | 0, 1 |"));
+    }
+
+    #[test]
+    fn a_failed_map_says_why_and_draws_no_grid() {
+        let WgDoc::Lanes { mut map, v } = lanes("m64n8k16.f32.bf16.bf16.rs") else {
+            unreachable!()
+        };
+        map.status = Status::Failed;
+        map.failure = Some("A position 3 lit no D slot".into());
+        map.registers.clear();
+        map.smem_b.clear();
+        map.documented_mismatches = None;
+        map.validation = None;
+        map.raw = Some(Default::default());
+        let files = WgDoc::Lanes { map, v }.files();
+        assert_eq!(files.len(), 1, "the page alone");
+        let page = &files[0].1;
+        assert!(page.contains("**Status: FAILED (on the emulator)**"));
+        assert!(page.contains("> **Failure:** A position 3 lit no D slot"));
+        assert!(page.contains("No layout was inferred"));
+        assert!(page.contains("Not compared: there is no layout."));
+    }
+
+    #[test]
+    fn a_study_page_pictures_the_xor_and_says_what_each_field_did() {
+        let map = testing::study(16, Major::K, Swizzle::B128);
+        let v = crate::wgmma::find(&map.variant).unwrap();
+        let doc = WgDoc::Study { map, v };
+        let files = doc.files();
+        let names: Vec<&str> = files.iter().map(|f| f.0.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "smem.16bit.K.128B.md",
+                "smem.16bit.K.128B.A.svg",
+                "smem.16bit.K.128B.B.svg"
+            ]
+        );
+        let page = files[0].1.as_str();
+        assert!(page.contains("# Shared memory: 16-bit elements, K-major, swizzle 128B"));
+        assert!(page.contains("| A | 128B | `byte = xor128B(start + 128·row + 2·col) - start` |"));
+        assert!(page.contains("(SBO is the byte step of row/8)"), "{page}");
+        assert!(page.contains("- **LBO×2** (A and B: LBO 8192 → 16384; against `packed`): A: the same form. B: the same form."));
+        assert!(page.contains("against `start+256`"));
+        // A's line 1 holds row m1; under the 128B XOR its k 0–7 chunk sits at +16, k 8–15 at +0.
+        let a = files[1].1.as_str();
+        assert!(a.contains(&format!("<title>smem.16bit.K.128B — A{TILE_SVG_MARKER}")));
+        let line1 = 82 + 18 + 13;
+        assert!(a.contains(&format!(r#"<text x="{}" y="{line1}">m1</text>"#, 70 + 22)));
+        assert!(a.contains(&format!(
+            r#"<text x="{}" y="{line1}">m1</text>"#,
+            70 + 44 + 22
+        )));
+        assert!(!a.contains(&format!(
+            r#"<text x="{}" y="{line1}">m1</text>"#,
+            70 + 88 + 22
+        )));
+        assert!(a.contains(">k 0–7</text>") && a.contains(">k 8–15</text>"));
+        assert_eq!(files, doc.files());
+    }
 }

@@ -10,10 +10,8 @@
 //! ones carry them in the path's `<title>` (shown on hover) instead.
 
 use super::super::md::span;
-use super::super::svg::{esc, text_width};
-use crate::device::BackendKind;
+use super::super::svg::{esc, failed_prefix, text_width, who};
 use crate::formats::ElemType;
-use crate::layout::lanemap::Status;
 use crate::palette::{lane_rgb, warp_rgb};
 use crate::wgmma::grid::{RegGrid, Run, axis_names};
 use crate::wgmma::map::WgLaneMap;
@@ -69,16 +67,8 @@ pub fn reg_svg(map: &WgLaneMap, g: &RegGrid, elem: ElemType) -> String {
     let op = g.operand.as_str();
 
     let title = map.variant.clone();
-    let who = match map.backend {
-        BackendKind::Hardware => format!("measured on {}", map.provenance.device),
-        BackendKind::Emulator => {
-            "emulator: the documented layout through the CPU model, not a hardware finding".into()
-        }
-    };
-    let status = match map.status {
-        Status::Passed => "",
-        Status::Failed => "FAILED · ",
-    };
+    let who = who(&map.provenance);
+    let status = failed_prefix(map.status);
     let subtitle = format!(
         "{status}{op} ({rn}×{cn} = {rows}×{cols}, {elem}), {} reg{} × {} elem{} per thread, 128 threads = 4 warps · {who}",
         g.regs,
@@ -312,6 +302,31 @@ fn cells(s: &mut String, g: &RegGrid, runs: &[Run], cw: u32, ch: u32, labelled: 
     s.push_str("</g>\n");
 }
 
+/// The maximal runs of `0..inner` along which `edge(outer, inner)` holds, for each `outer`:
+/// (outer, first inner, length).
+fn stretches(
+    outer: std::ops::Range<u32>,
+    inner: u32,
+    edge: impl Fn(u32, u32) -> bool,
+) -> Vec<(u32, u32, u32)> {
+    let mut out = Vec::new();
+    for o in outer {
+        let mut i = 0;
+        while i < inner {
+            let start = i;
+            while i < inner && edge(o, i) {
+                i += 1;
+            }
+            if i > start {
+                out.push((o, start, i - start));
+            } else {
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
 /// The frame, a thin line every 8 rows and columns, and a thick one between cells of
 /// different warps.
 fn lines(s: &mut String, g: &RegGrid, cw: u32, ch: u32) {
@@ -326,47 +341,13 @@ fn lines(s: &mut String, g: &RegGrid, cw: u32, ch: u32) {
     let _ = writeln!(s, r##"<path d="{d}" fill="none" stroke="#333"/>"##);
     let warp = |r: u32, c: u32| g.at(r, c).map(|o| o.warp());
     let mut d = String::new();
-    // Horizontal edges between row r-1 and r, merged along the row.
-    for r in 1..g.rows {
-        let mut c = 0;
-        while c < g.cols {
-            if warp(r - 1, c) == warp(r, c) {
-                c += 1;
-                continue;
-            }
-            let start = c;
-            while c < g.cols && warp(r - 1, c) != warp(r, c) {
-                c += 1;
-            }
-            let _ = write!(
-                d,
-                "M{} {}h{}",
-                X0 + start * cw,
-                GRID_TOP + r * ch,
-                (c - start) * cw
-            );
-        }
+    // Horizontal edges between row r-1 and r, merged along the row; then vertical ones
+    // between column c-1 and c, merged down the column.
+    for (r, c, n) in stretches(1..g.rows, g.cols, |r, c| warp(r - 1, c) != warp(r, c)) {
+        let _ = write!(d, "M{} {}h{}", X0 + c * cw, GRID_TOP + r * ch, n * cw);
     }
-    // Vertical edges between column c-1 and c, merged down the column.
-    for c in 1..g.cols {
-        let mut r = 0;
-        while r < g.rows {
-            if warp(r, c - 1) == warp(r, c) {
-                r += 1;
-                continue;
-            }
-            let start = r;
-            while r < g.rows && warp(r, c - 1) != warp(r, c) {
-                r += 1;
-            }
-            let _ = write!(
-                d,
-                "M{} {}v{}",
-                X0 + c * cw,
-                GRID_TOP + start * ch,
-                (r - start) * ch
-            );
-        }
+    for (c, r, n) in stretches(1..g.cols, g.rows, |c, r| warp(r, c - 1) != warp(r, c)) {
+        let _ = write!(d, "M{} {}v{}", X0 + c * cw, GRID_TOP + r * ch, n * ch);
     }
     if !d.is_empty() {
         let _ = writeln!(

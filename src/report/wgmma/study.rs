@@ -5,8 +5,10 @@
 //! fits with those of the point it varies.
 
 use super::super::GENERATED;
-use super::super::md::{cell, code, plural, provenance_section, ptx_section, status_section};
-use super::Pictures;
+use super::super::md::{
+    cell, code, data_links, plural, provenance_section, ptx_section, status_section, work_line,
+};
+use super::{INDEX_LINK, INDEX_NAME, Pictures};
 use crate::wgmma::WgVariant;
 use crate::wgmma::desc::Desc;
 use crate::wgmma::map::WgSmemMap;
@@ -211,28 +213,23 @@ pub fn render(map: &WgSmemMap, v: &WgVariant, pictures: &Pictures) -> String {
         map.swizzle
     );
     if pictures.links {
-        let _ = writeln!(
-            s,
-            "Data: [JSON]({stem}.json), [CSV]({stem}.csv) · [all maps and studies](../../README.md#wgmma-warpgroup-mma-sm_90a)\n"
-        );
+        data_links(&mut s, &stem, true, INDEX_NAME, INDEX_LINK);
     }
     provenance_section(
         &mut s,
         p,
-        format!(
-            "{} in {} over {}, {:.3} s wall (module load and JIT included)",
-            plural(
-                map.timing.work.experiments as u64,
-                "experiment",
-                "experiments"
+        work_line(
+            map.timing.work.experiments,
+            map.timing.work.launches,
+            &format!(
+                " over {}",
+                plural(
+                    map.sweep.len() as u64,
+                    "descriptor setting",
+                    "descriptor settings"
+                )
             ),
-            plural(map.timing.work.launches as u64, "launch", "launches"),
-            plural(
-                map.sweep.len() as u64,
-                "descriptor setting",
-                "descriptor settings"
-            ),
-            map.timing.wall_s
+            map.timing.wall_s,
         ),
     );
     let _ = writeln!(
