@@ -172,6 +172,10 @@ fn fit_words(
         }
         diffs.push(text);
     }
+    // Anything else the form says (a pattern's phase, say) shows in its text.
+    if diffs.is_empty() && o.formula != n.formula {
+        diffs.push(format!("form {} → {}", code(&o.formula), code(&n.formula)));
+    }
     if diffs.is_empty() {
         let mut t = format!("{op}: the same form");
         if o.fits_under != n.fits_under {
@@ -352,22 +356,25 @@ mod tests {
     use crate::wgmma::desc::Swizzle;
     use crate::wgmma::smem::Weight;
 
+    /// A fit as a record holds it (fields a record may leave out take their defaults).
     fn fit(xor: Swizzle, origin: f64, rows: &[f64]) -> SmemFit {
-        SmemFit {
-            xor,
-            origin,
-            weights: rows
-                .iter()
-                .enumerate()
-                .map(|(b, &w)| Weight {
-                    coord: "row".into(),
-                    bit: b as u32,
-                    bytes: w,
-                })
-                .collect(),
-            formula: String::new(),
-            fits_under: vec![xor],
-        }
+        let weights: Vec<Weight> = rows
+            .iter()
+            .enumerate()
+            .map(|(b, &w)| Weight {
+                coord: "row".into(),
+                bit: b as u32,
+                bytes: w,
+            })
+            .collect();
+        serde_json::from_value(serde_json::json!({
+            "xor": xor,
+            "origin": origin,
+            "weights": weights,
+            "formula": format!("{xor} {origin} {rows:?}"),
+            "fits_under": [xor],
+        }))
+        .unwrap()
     }
 
     #[test]
@@ -383,6 +390,10 @@ mod tests {
             fit_words("B", Some(&o), Some(&o), &[("LBO", 128, 256)]),
             "B: the same form"
         );
+        let mut p = o.clone();
+        p.formula =
+            "byte = xor64B(start + 16·row) - start, XOR phase = address bits [7, 9) − 2".into();
+        assert!(fit_words("A", Some(&o), Some(&p), &[]).starts_with("A: form `"));
         let m = fit(Swizzle::B64, 32.0, &[16.0, 32.0, 64.0, 256.0, 512.0]);
         assert_eq!(
             fit_words("A", Some(&o), Some(&m), &[]),
