@@ -29,3 +29,9 @@ fn hsl_rgb(h: f64, s: f64, l: f64) -> (u8, u8, u8) {
     let to = |v: f64| ((v + m) * 255.0).round().clamp(0.0, 255.0) as u8;
     (to(r), to(g), to(b))
 }
+
+/// RGB of a warp's colour (warp 0..3 of a warpgroup): four strong hues apart from the lane
+/// palette's pastels, for the bands that tell a warpgroup's warps apart.
+pub fn warp_rgb(warp: u32) -> (u8, u8, u8) {
+    [(31, 90, 180), (20, 130, 60), (200, 80, 10), (130, 40, 150)][(warp % 4) as usize]
+}

@@ -24,6 +24,7 @@ fn map_path(folder: &str, stem: &str) -> PathBuf {
 }
 
 mod common;
+use common::check_well_formed;
 
 fn tmpdir(name: &str) -> common::Scratch {
     common::tmpdir("report", name)
@@ -77,65 +78,6 @@ fn emulator_page_matches_its_snapshot() {
     assert!(page.contains("On an sm_120 machine the same command measures it"));
     assert!(page.contains("## Scale factors") && page.contains("fp4probe scale"));
     snapshot("emulator.m16n8k64.mxf4nvf4.4X.ue4m3.md", &page);
-}
-
-/// Tags balance (a tiny XML checker: declarations, comments and CDATA skipped, attribute values
-/// quoted), and the document is one `<svg>` element.
-fn check_well_formed(svg: &str) {
-    let mut stack: Vec<String> = Vec::new();
-    let mut rest = svg;
-    let mut roots = 0;
-    while let Some(i) = rest.find('<') {
-        rest = &rest[i..];
-        let skip = [("<?", "?>"), ("<!--", "-->"), ("<![CDATA[", "]]>")]
-            .into_iter()
-            .find(|(open, _)| rest.starts_with(open));
-        if let Some((_, close)) = skip {
-            let end = rest.find(close).expect("unterminated declaration") + close.len();
-            rest = &rest[end..];
-            continue;
-        }
-        let end = rest.find('>').expect("unterminated tag");
-        let tag = &rest[1..end];
-        assert_eq!(
-            tag.matches('"').count() % 2,
-            0,
-            "unbalanced quotes in <{tag}>"
-        );
-        assert!(!tag.contains('<'), "'<' inside <{tag}>");
-        if let Some(name) = tag.strip_prefix('/') {
-            let open = stack
-                .pop()
-                .unwrap_or_else(|| panic!("</{name}> closes nothing"));
-            assert_eq!(open, name, "</{name}> closes <{open}>");
-        } else {
-            let name = tag
-                .split(|c: char| c.is_whitespace() || c == '/')
-                .next()
-                .unwrap()
-                .to_string();
-            if stack.is_empty() {
-                roots += 1;
-                assert_eq!(name, "svg", "root element");
-            }
-            if !tag.ends_with('/') {
-                stack.push(name);
-            }
-        }
-        rest = &rest[end + 1..];
-    }
-    assert!(stack.is_empty(), "unclosed: {stack:?}");
-    assert_eq!(roots, 1);
-    // Text outside tags holds no bare '&' or '>' ('&' only as an entity).
-    for (i, _) in svg.match_indices('&') {
-        let ent = &svg[i..(i + 6).min(svg.len())];
-        assert!(
-            ["&amp;", "&lt;", "&gt;", "&quot;"]
-                .iter()
-                .any(|e| ent.starts_with(e)),
-            "bare & at {i}: {ent}"
-        );
-    }
 }
 
 /// The grid's cells, row by row: (lane, register label), read from the row lines
@@ -255,8 +197,16 @@ fn index_lists_every_map() {
         "{sm90}"
     );
     // One row per variant: the catalog has 143 and every one has at least an emulator map.
-    let rows = text.lines().filter(|l| l.starts_with("| `m")).count();
+    let (mma, wgmma) = text.split_once("## wgmma").expect("the wgmma section");
+    let rows = mma.lines().filter(|l| l.starts_with("| `m")).count();
     assert_eq!(rows, 143);
+    // The wgmma section: the H200's lane maps and studies, with their pages.
+    assert!(wgmma.contains(
+        "| `m64n16k16.f32.bf16.bf16.rs` | registers | sm_90 | [hardware-measured](sm_90/wgmma/m64n16k16.f32.bf16.bf16.rs.md) | NVIDIA H200 | identical | A, B tile, D |"
+    ));
+    assert!(wgmma.contains(
+        "| 16 | MN | 128B | sm_90 | [hardware-measured](sm_90/wgmma/smem.16bit.MN.128B.md) | NVIDIA H200 |"
+    ));
 }
 
 #[test]
@@ -413,10 +363,10 @@ fn cli_fills_each_folder_and_rebuilds_the_index() {
         std::fs::create_dir_all(&d).unwrap();
         std::fs::copy(map_path(folder, stem), d.join(format!("{stem}.json"))).unwrap();
     }
-    // Another record sharing the folder is skipped, not an error.
+    // Another fp4probe record sharing the folder is skipped, not an error.
     std::fs::write(
         reports.join("sm_90/x.numerics.json"),
-        "{\"schema\": \"other\"}",
+        "{\"schema\": \"fp4probe.numerics/1\"}",
     )
     .unwrap();
     let paths: Vec<String> = ["sm_90", "emulator"]
@@ -432,7 +382,10 @@ fn cli_fills_each_folder_and_rebuilds_the_index() {
         .unwrap();
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{o:?}");
-    assert!(out.contains("not a lane map"), "{out}");
+    assert!(
+        out.contains("not a lane map or study (fp4probe.numerics/1)"),
+        "{out}"
+    );
     let has = |p: &str| reports.join(p).is_file();
     assert!(has(&format!("sm_90/{BF16}.md")) && has(&format!("sm_90/{BF16}.A.svg")));
     assert!(has(&format!("sm_90/{BF16}.D.svg")));

@@ -1,8 +1,9 @@
 //! `fp4probe view`: the terminal viewer.
 
 use crate::layout::LaneMap;
-use crate::tui::{App, DiffTarget, ScaleTable, run};
-use anyhow::Result;
+use crate::report::{self, Record};
+use crate::tui::{App, DiffTarget, ScaleTable, WgApp, run};
+use anyhow::{Result, bail};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -15,9 +16,15 @@ use std::process::ExitCode;
   d                  diff against --diff (default: the documented layout)
   q, Esc, Ctrl-C     quit
 
+A wgmma lane map (`fp4probe wgmma probe`) has a tab per register operand and shared-memory tile;
+a wgmma shared-memory study (`fp4probe wgmma smem`) a tab per tile. PgUp/PgDn move 16 rows,
+0-127 then Enter lights a thread, and the status line names the cursor cell's thread, warp, lane,
+register and element, or its byte offset, chunk and swizzle.
+
 Needs a terminal on standard input and output; `fp4probe show MAP` prints a map as text.")]
 pub struct Args {
-    /// A lane map JSON file (e.g. reports/sm_90/m16n8k16.f32.bf16.bf16.f32.json).
+    /// A lane map JSON file (e.g. reports/sm_90/m16n8k16.f32.bf16.bf16.f32.json), a wgmma lane
+    /// map or a wgmma shared-memory study (reports/sm_90/wgmma/*.json).
     pub map: PathBuf,
     /// Diff against this map instead of the documented layout (press `d` in the viewer).
     #[arg(long)]
@@ -64,6 +71,21 @@ pub fn app(args: &Args) -> Result<App> {
 
 /// The map files are read (and any error in them reported) before the terminal is checked.
 pub fn run_cmd(args: Args) -> Result<ExitCode> {
-    run(app(&args)?)?;
+    match report::read(&args.map)? {
+        Record::Wgmma(doc) => {
+            if args.diff.is_some() || args.scale.is_some() {
+                bail!(
+                    "{}: --diff and --scale apply to mma.sync lane maps, not to wgmma records",
+                    args.map.display()
+                );
+            }
+            run(WgApp::new(&doc))?
+        }
+        Record::LaneMap(_) => run(app(&args)?)?,
+        Record::Other(schema) => bail!(
+            "{}: a {schema} record, not a map the viewer opens",
+            args.map.display()
+        ),
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -1,6 +1,7 @@
 //! The index page `reports/README.md`: every variant × every folder of maps, with its status
 //! and a link to its page.
 
+use super::wgmma::index::WgIndexEntry;
 use super::{GENERATED, load};
 use crate::device::BackendKind;
 use crate::isa::catalog;
@@ -30,12 +31,28 @@ pub struct IndexEntry {
 impl IndexEntry {
     /// `hardware-measured`, `emulated` or `failed`.
     pub fn status_word(&self) -> &'static str {
-        match (self.status, self.backend) {
-            (Status::Failed, _) => "failed",
-            (Status::Passed, BackendKind::Hardware) => "hardware-measured",
-            (Status::Passed, BackendKind::Emulator) => "emulated",
-        }
+        status_word(self.status, self.backend)
     }
+}
+
+/// `hardware-measured`, `emulated` or `failed`.
+pub(crate) fn status_word(status: Status, backend: BackendKind) -> &'static str {
+    match (status, backend) {
+        (Status::Failed, _) => "failed",
+        (Status::Passed, BackendKind::Hardware) => "hardware-measured",
+        (Status::Passed, BackendKind::Emulator) => "emulated",
+    }
+}
+
+/// The subfolders of `root` in name order.
+pub(crate) fn folders(root: &Path) -> Result<Vec<PathBuf>> {
+    let mut out: Vec<PathBuf> = std::fs::read_dir(root)
+        .with_context(|| format!("cannot read {}", root.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_dir())
+        .collect();
+    out.sort();
+    Ok(out)
 }
 
 /// Whether a JSON file is a lane map (other records, such as `.numerics.json`, share folders).
@@ -53,13 +70,7 @@ pub fn is_lane_map(path: &Path) -> bool {
 /// Every lane map in `root/<folder>/*.json`, folders and files in name order.
 pub fn scan(root: &Path) -> Result<Vec<IndexEntry>> {
     let mut out = Vec::new();
-    let mut folders: Vec<PathBuf> = std::fs::read_dir(root)
-        .with_context(|| format!("cannot read {}", root.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.is_dir())
-        .collect();
-    folders.sort();
-    for dir in folders {
+    for dir in folders(root)? {
         let folder = dir
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -94,6 +105,7 @@ pub fn scan(root: &Path) -> Result<Vec<IndexEntry>> {
 /// The index of `root` (`reports/`), as `root/README.md` holds it.
 pub fn index(root: &Path) -> Result<String> {
     let entries = scan(root)?;
+    let wg = super::wgmma::index::scan(root)?;
     let mut others = BTreeMap::new();
     for e in &entries {
         others.entry(e.folder.clone()).or_insert_with(|| {
@@ -103,7 +115,7 @@ pub fn index(root: &Path) -> Result<String> {
                 .then(|| format!("{}/numerics.md", e.folder))
         });
     }
-    Ok(render_index(&entries, &others))
+    Ok(render_with(&entries, &others, &wg))
 }
 
 /// Write `root/README.md`, unless a README there is not an index fp4probe wrote (it starts
@@ -118,6 +130,15 @@ pub fn write_index(root: &Path, out: &Outputs) -> Result<PathBuf> {
 /// The index text. `extra` maps a folder to another page of it worth linking (its numerics
 /// summary), if any.
 pub fn render_index(entries: &[IndexEntry], extra: &BTreeMap<String, Option<String>>) -> String {
+    render_with(entries, extra, &[])
+}
+
+/// The index text with the wgmma records (`wg`) after the `mma.sync` table.
+fn render_with(
+    entries: &[IndexEntry],
+    extra: &BTreeMap<String, Option<String>>,
+    wg: &[WgIndexEntry],
+) -> String {
     // Folders: those holding hardware maps first, then the rest, each by name.
     let mut folders: Vec<String> = entries
         .iter()
@@ -181,8 +202,12 @@ pub fn render_index(entries: &[IndexEntry], extra: &BTreeMap<String, Option<Stri
         );
     }
     s.push_str(
-        "\nRegenerate every page and this index from the maps: `fp4probe report reports/*/*.json --skip-measured` (pages go next to their maps); this index alone: `fp4probe report --index reports`.\n\n",
+        "\nRegenerate every page and this index from the maps: `fp4probe report reports/*/*.json reports/*/wgmma/*.json --skip-measured` (pages go next to their maps); this index alone: `fp4probe report --index reports`.",
     );
+    if !wg.is_empty() {
+        s.push_str(" The `wgmma` lane maps and shared-memory studies are listed [after this table](#wgmma-warpgroup-mma-sm_90a).");
+    }
+    s.push_str("\n\n");
     let _ = write!(s, "| variant | min target |");
     for f in &folders {
         let _ = write!(s, " {f} |");
@@ -213,6 +238,10 @@ pub fn render_index(entries: &[IndexEntry], extra: &BTreeMap<String, Option<Stri
             }
         }
         s.push('\n');
+    }
+    if !wg.is_empty() {
+        s.push('\n');
+        s.push_str(&super::wgmma::index::render(wg));
     }
     s
 }

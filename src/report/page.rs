@@ -1,12 +1,15 @@
 //! The markdown page of one lane map.
 
-use super::{GENERATED, axis_names, reg_label, sm_name, stem};
+use super::md::{
+    cell, code, data_links, plural, provenance_section, ptx_section, status_section,
+    validation_section, work_line,
+};
+use super::{GENERATED, axis_names, reg_label, stem};
 use crate::device::BackendKind;
 
 use crate::layout::diff::{DiffSummary, diff};
 use crate::layout::documented::documented;
-use crate::layout::lanemap::{LaneMap, OperandMap, Status};
-use crate::probe::fragment::Check;
+use crate::layout::lanemap::{LaneMap, OperandMap};
 use serde::Deserialize;
 use std::fmt::Write;
 
@@ -34,59 +37,6 @@ pub fn render_page(map: &LaneMap) -> String {
     render_page_with(map, &PageOptions::default())
 }
 
-/// Escape a table cell.
-fn cell(s: &str) -> String {
-    s.replace('|', "\\|").replace('\n', " ")
-}
-
-/// `code` in backticks, with a longer fence where the text holds a backtick.
-fn code(s: &str) -> String {
-    if s.contains('`') {
-        format!("`` {s} ``")
-    } else {
-        format!("`{s}`")
-    }
-}
-
-fn plural(n: impl Into<u64>, one: &str, many: &str) -> String {
-    let n = n.into();
-    format!("{n} {}", if n == 1 { one } else { many })
-}
-
-/// The status line: PASSED on hardware, EMULATED, or FAILED.
-fn badge(map: &LaneMap) -> &'static str {
-    match (map.status, map.backend) {
-        (Status::Passed, BackendKind::Hardware) => "PASSED on hardware",
-        (Status::Passed, BackendKind::Emulator) => "EMULATED (not a hardware finding)",
-        (Status::Failed, BackendKind::Hardware) => "FAILED (on hardware)",
-        (Status::Failed, BackendKind::Emulator) => "FAILED (on the emulator)",
-    }
-}
-
-/// The device as a sentence fragment: `NVIDIA H100 80GB HBM3 (compute capability 9.0, sm_90)`.
-fn device(map: &LaneMap) -> String {
-    let p = &map.provenance;
-    match p.compute_capability.as_deref() {
-        Some(cc) => format!(
-            "{} (compute capability {cc}{})",
-            p.device,
-            sm_name(cc).map(|s| format!(", {s}")).unwrap_or_default()
-        ),
-        None => p.device.clone(),
-    }
-}
-
-fn check(c: &Check) -> String {
-    if c.passed {
-        format!("pass: {} elements bit-exact", c.compared)
-    } else {
-        format!(
-            "FAIL: {} of {} elements differ",
-            c.mismatch_count, c.compared
-        )
-    }
-}
-
 /// The documented-layout diff: the map's own, else computed from its layout where it has one.
 fn documented_diff(map: &LaneMap) -> Option<DiffSummary> {
     if let Some(d) = &map.documented_diff {
@@ -104,32 +54,7 @@ pub fn render_page_with(map: &LaneMap, opts: &PageOptions) -> String {
     let _ = writeln!(s, "{GENERATED}\n");
     let _ = writeln!(s, "# {}\n", code(&map.variant));
 
-    // Status.
-    let _ = write!(s, "**Status: {}**", badge(map));
-    match (map.status, map.backend) {
-        (Status::Passed, BackendKind::Hardware) => {
-            let _ = writeln!(
-                s,
-                " — measured on {}; the layout was inferred from one-hot experiments on the GPU and both validations (identity and random inputs) matched the CPU reference bit for bit.\n",
-                device(map)
-            );
-        }
-        (Status::Passed, BackendKind::Emulator) => {
-            let _ = writeln!(
-                s,
-                "\n\n> **This is not a measurement.** This map is the PTX ISA's documented layout run through fp4probe's CPU model (the emulator): no GPU ran these experiments. It shows that the probe's experiments, inference and labelling recover the documented layout; it says nothing about what the hardware does.\n"
-            );
-        }
-        (Status::Failed, _) => {
-            let _ = writeln!(
-                s,
-                "\n\n> **Failure:** {}\n",
-                map.failure
-                    .as_deref()
-                    .unwrap_or("no reason recorded (status failed)")
-            );
-        }
-    }
+    status_section(&mut s, map.status, p, map.failure.as_deref());
     let scale = map
         .types
         .scale
@@ -147,59 +72,25 @@ pub fn render_page_with(map: &LaneMap, opts: &PageOptions) -> String {
         map.min_target
     );
     if opts.links {
-        let csv = if map.operands.is_empty() {
-            String::new()
-        } else {
-            format!(", [CSV]({stem}.csv)")
-        };
-        let _ = writeln!(
-            s,
-            "Data: [JSON]({stem}.json){csv} · [all variants and devices](../README.md)\n"
+        data_links(
+            &mut s,
+            &stem,
+            !map.operands.is_empty(),
+            "all variants and devices",
+            "../README.md",
         );
     }
 
-    // Provenance.
-    s.push_str("## Provenance\n\n| | |\n| --- | --- |\n");
-    let backend = match p.backend {
-        BackendKind::Hardware => "hardware",
-        BackendKind::Emulator => "emulator (CPU model of the documented layouts)",
-    };
-    let rows: [(&str, String); 8] = [
-        ("backend", backend.to_string()),
-        ("device", p.device.clone()),
-        (
-            "compute capability",
-            match p.compute_capability.as_deref() {
-                Some(cc) => format!(
-                    "{cc}{}",
-                    sm_name(cc).map(|s| format!(" ({s})")).unwrap_or_default()
-                ),
-                None => "— (no GPU)".into(),
-            },
+    provenance_section(
+        &mut s,
+        p,
+        work_line(
+            map.timing.experiments,
+            map.timing.launches,
+            "",
+            map.timing.wall_s,
         ),
-        (
-            "driver",
-            p.driver
-                .as_deref()
-                .map(|d| format!("CUDA {d}"))
-                .unwrap_or_else(|| "— (no GPU)".into()),
-        ),
-        ("tool version", format!("fp4probe {}", p.tool_version)),
-        ("date (UTC)", p.date.clone()),
-        ("command", code(&p.command)),
-        (
-            "probe",
-            format!(
-                "{} in {}, {:.3} s wall (module load and JIT included)",
-                plural(map.timing.experiments as u64, "experiment", "experiments"),
-                plural(map.timing.launches as u64, "launch", "launches"),
-                map.timing.wall_s
-            ),
-        ),
-    ];
-    for (k, v) in rows {
-        let _ = writeln!(s, "| {k} | {} |", cell(&v));
-    }
+    );
 
     // Reproduce.
     let target = map.min_target.to_string();
@@ -253,32 +144,7 @@ pub fn render_page_with(map: &LaneMap, opts: &PageOptions) -> String {
         cell(&map.convention)
     );
 
-    // Validation.
-    s.push_str("## Validation\n\n");
-    match &map.validation {
-        Some(v) => {
-            let _ = writeln!(
-                s,
-                "| check | result |\n| --- | --- |\n| identity (A = B = I, through the inferred maps) | {} |\n| random exactly-representable A, B, C (seed {}) | {} |\n",
-                check(&v.identity),
-                v.seed,
-                check(&v.random)
-            );
-            for (name, c) in [("identity", &v.identity), ("random", &v.random)] {
-                if !c.passed && !c.mismatches.is_empty() {
-                    let _ = writeln!(
-                        s,
-                        "First mismatches of the {name} check (D row, col, expected, got):\n\n| row | col | expected | got |\n| ---: | ---: | ---: | ---: |"
-                    );
-                    for (r, c, e, g) in &c.mismatches {
-                        let _ = writeln!(s, "| {r} | {c} | {e} | {g} |");
-                    }
-                    s.push('\n');
-                }
-            }
-        }
-        None => s.push_str("Not run: there was no inferred layout to validate.\n\n"),
-    }
+    validation_section(&mut s, map.validation.as_ref());
 
     // Documented layout.
     s.push_str("## Against the PTX ISA's documented layout\n\n");
@@ -346,19 +212,7 @@ pub fn render_page_with(map: &LaneMap, opts: &PageOptions) -> String {
     // Scale factors.
     scale_section(&mut s, map, opts.scale);
 
-    // PTX.
-    let fence = if p.ptx.contains("```") { "~~~~" } else { "```" };
-    let _ = writeln!(
-        s,
-        "## PTX module\n\n{}, {} lines.\n\n<details>\n<summary>PTX</summary>\n\n{fence}ptx\n{}\n{fence}\n\n</details>",
-        match p.backend {
-            BackendKind::Hardware => "The module that ran on the device",
-            BackendKind::Emulator =>
-                "The module that would run on a device (the emulator ran a CPU model instead)",
-        },
-        p.ptx.lines().count(),
-        p.ptx.trim_end()
-    );
+    ptx_section(&mut s, p);
     s
 }
 

@@ -30,14 +30,32 @@ pub fn lane_colour(lane: u32) -> String {
     format!("#{r:02x}{g:02x}{b:02x}")
 }
 
-fn esc(s: &str) -> String {
+/// Where a picture's map came from, for its subtitle: the device, or the emulator's disclaimer.
+pub(super) fn who(p: &crate::provenance::Provenance) -> String {
+    match p.backend {
+        BackendKind::Hardware => format!("measured on {}", p.device),
+        BackendKind::Emulator => {
+            "emulator: the documented layout through the CPU model, not a hardware finding".into()
+        }
+    }
+}
+
+/// What a failed map's subtitle starts with.
+pub(super) fn failed_prefix(status: crate::layout::lanemap::Status) -> &'static str {
+    match status {
+        crate::layout::lanemap::Status::Passed => "",
+        crate::layout::lanemap::Status::Failed => "FAILED · ",
+    }
+}
+
+pub(super) fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
         .replace('"', "&quot;")
 }
 
-fn text_width(chars: usize, px_per_char: f64) -> u32 {
+pub(super) fn text_width(chars: usize, px_per_char: f64) -> u32 {
     (chars as f64 * px_per_char).ceil() as u32
 }
 
@@ -71,16 +89,8 @@ pub fn svg(map: &LaneMap, op: Operand) -> String {
     let (gw, gh) = (cols * cw, rows * CH);
 
     let title = map.variant.clone();
-    let who = match map.backend {
-        BackendKind::Hardware => format!("measured on {}", map.provenance.device),
-        BackendKind::Emulator => {
-            "emulator: the documented layout through the CPU model, not a hardware finding".into()
-        }
-    };
-    let status = match map.status {
-        crate::layout::lanemap::Status::Passed => "",
-        crate::layout::lanemap::Status::Failed => "FAILED · ",
-    };
+    let who = who(&map.provenance);
+    let status = failed_prefix(map.status);
     let subtitle = format!(
         "{status}{} ({rn}×{cn} = {rows}×{cols}, {}), {} reg{} × {} elem{} per lane · {who}",
         op.name(),

@@ -1,12 +1,15 @@
 //! `fp4probe view`: a terminal viewer of a lane map. Tabs per operand, the matrix grid coloured
 //! by lane, a cursor that names the slot under it, lane highlight, a scale tab for block-scaled
-//! variants, and a diff mode against another map or the documented layout.
+//! variants, and a diff mode against another map or the documented layout. [`WgApp`] views the
+//! wgmma records the same way: a register operand's 64×N grid by thread, or a shared-memory
+//! tile by where each element lies.
 //!
 //! `App` holds the state and handles keys; `draw` renders it. Both are pure so that tests drive
 //! them through ratatui's `TestBackend`; `run` connects them to the real terminal, and refuses
 //! (an error, not a panic) when there is no terminal to connect to.
 
 mod scale;
+mod wgmma;
 
 use crate::isa::{Operand, Variant};
 use crate::layout::documented::documented;
@@ -18,6 +21,7 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Tabs};
 pub use scale::ScaleTable;
+pub use wgmma::{WgApp, WgTab};
 
 /// Which tab is shown.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -42,7 +46,7 @@ pub struct App {
     /// First visible (row, col) of the grid.
     scroll: [(u32, u32); 4],
     pub highlight: Option<u32>,
-    typing: String,
+    typing: Typed,
     pub diff_on: bool,
     diff: DiffTarget,
     scale: Option<ScaleTable>,
@@ -80,7 +84,7 @@ impl App {
             cursor: [(0, 0); 4],
             scroll: [(0, 0); 4],
             highlight: None,
-            typing: String::new(),
+            typing: Typed::default(),
             diff_on: false,
             diff,
             scale,
@@ -122,21 +126,15 @@ impl App {
     /// signal, and would otherwise read as `c`, the C tab); everything else goes to
     /// [`App::handle_key`].
     pub fn handle_event(&mut self, key: KeyEvent) {
-        if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c') {
+        if is_ctrl_c(&key) {
             self.quit = true;
-            return;
+        } else {
+            self.handle_key(key.code);
         }
-        self.handle_key(key.code);
     }
 
     pub fn handle_key(&mut self, key: KeyCode) {
-        // The quit keys work everywhere, the help overlay included.
-        if matches!(key, KeyCode::Char('q') | KeyCode::Esc) {
-            self.quit = true;
-            return;
-        }
-        if self.help {
-            self.help = false;
+        if common_key(key, &mut self.quit, &mut self.help) {
             return;
         }
         let tabs = self.tabs();
@@ -156,20 +154,12 @@ impl App {
                 }
             }
             KeyCode::Char('d') => self.diff_on = !self.diff_on,
-            KeyCode::Char(c) if c.is_ascii_digit() && self.typing.len() < 2 => self.typing.push(c),
-            KeyCode::Backspace => {
-                self.typing.pop();
+            _ if self.typing.key(key, 32, &mut self.highlight) => {}
+            _ => {
+                if let Some((dr, dc)) = movement(key) {
+                    self.step(dr, dc);
+                }
             }
-            // Enter with no digits typed parses to nothing: it clears the highlight.
-            KeyCode::Enter => {
-                self.highlight = self.typing.parse().ok().filter(|&l: &u32| l < 32);
-                self.typing.clear();
-            }
-            KeyCode::Left | KeyCode::Char('h') => self.step(0, -1),
-            KeyCode::Right | KeyCode::Char('l') => self.step(0, 1),
-            KeyCode::Up | KeyCode::Char('k') => self.step(-1, 0),
-            KeyCode::Down | KeyCode::Char('j') => self.step(1, 0),
-            _ => {}
         }
     }
 
@@ -192,6 +182,65 @@ impl App {
             }
         }
     }
+}
+
+/// The number being typed to light a lane (or thread) up: digits, Backspace, then Enter.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Typed(pub String);
+
+impl Typed {
+    /// Take a digit, Backspace or Enter (whether the key was one). Enter sets `lit` to the
+    /// number typed if it is below `limit`, and clears it otherwise (Enter alone clears).
+    pub(crate) fn key(&mut self, key: KeyCode, limit: u32, lit: &mut Option<u32>) -> bool {
+        match key {
+            KeyCode::Char(c) if c.is_ascii_digit() => {
+                if self.0.len() < (limit - 1).to_string().len() {
+                    self.0.push(c);
+                }
+            }
+            KeyCode::Backspace => {
+                self.0.pop();
+            }
+            KeyCode::Enter => {
+                *lit = self.0.parse().ok().filter(|&l: &u32| l < limit);
+                self.0.clear();
+            }
+            _ => return false,
+        }
+        true
+    }
+}
+
+/// Ctrl-C as the terminal delivers it in raw mode: a key, not a signal (it would otherwise
+/// read as `c`).
+pub(crate) fn is_ctrl_c(key: &KeyEvent) -> bool {
+    key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c')
+}
+
+/// The keys every viewer reads alike before its own: q and Esc quit (the help overlay open or
+/// not), and any other key closes an open help overlay. Whether the key was used.
+pub(crate) fn common_key(key: KeyCode, quit: &mut bool, help: &mut bool) -> bool {
+    if matches!(key, KeyCode::Char('q') | KeyCode::Esc) {
+        *quit = true;
+        return true;
+    }
+    std::mem::take(help)
+}
+
+/// The cursor step (rows, cols) of a movement key: arrows and h j k l one cell, PgUp/PgDn 16
+/// rows, Home/End to the first/last column (a step past the edge, which the grid clamps).
+pub(crate) fn movement(key: KeyCode) -> Option<(i64, i64)> {
+    Some(match key {
+        KeyCode::Left | KeyCode::Char('h') => (0, -1),
+        KeyCode::Right | KeyCode::Char('l') => (0, 1),
+        KeyCode::Up | KeyCode::Char('k') => (-1, 0),
+        KeyCode::Down | KeyCode::Char('j') => (1, 0),
+        KeyCode::PageUp => (-16, 0),
+        KeyCode::PageDown => (16, 0),
+        KeyCode::Home => (0, -(1 << 20)),
+        KeyCode::End => (0, 1 << 20),
+        _ => return None,
+    })
 }
 
 const CELL: u16 = 3;
@@ -274,8 +323,8 @@ pub fn draw(f: &mut Frame, app: &mut App) {
             if let Some(l) = app.highlight {
                 state.push(format!("lane {l} lit"));
             }
-            if !app.typing.is_empty() {
-                state.push(format!("lane? {}_", app.typing));
+            if !app.typing.0.is_empty() {
+                state.push(format!("lane? {}_", app.typing.0));
             }
             if app.diff_on {
                 let n = diff_count(app, op);
@@ -333,17 +382,7 @@ fn draw_grid(f: &mut Frame, app: &mut App, i: usize, area: Rect) {
     let vis_cols = ((area.width.saturating_sub(ROW_LABEL)) / CELL).max(1) as u32;
     let vis_rows = area.height.saturating_sub(1).max(1) as u32;
     let (cr, cc) = app.cursor[i];
-    let (mut sr, mut sc) = app.scroll[i];
-    if cc < sc {
-        sc = cc;
-    } else if cc >= sc + vis_cols {
-        sc = cc + 1 - vis_cols;
-    }
-    if cr < sr {
-        sr = cr;
-    } else if cr >= sr + vis_rows {
-        sr = cr + 1 - vis_rows;
-    }
+    let (sr, sc) = follow(app.cursor[i], app.scroll[i], (vis_rows, vis_cols));
     app.scroll[i] = (sr, sc);
     // Cell → slot lookup once per frame.
     let space = SlotSpace::of(&fr);
@@ -418,6 +457,42 @@ fn draw_grid(f: &mut Frame, app: &mut App, i: usize, area: Rect) {
     f.render_widget(Paragraph::new(lines), area);
 }
 
+/// The first visible (row, col) of a grid that keeps `cursor` in view: `scroll` moved as
+/// little as it must for a window of `visible` (rows, cols).
+pub fn follow(cursor: (u32, u32), scroll: (u32, u32), visible: (u32, u32)) -> (u32, u32) {
+    let axis = |c: u32, s: u32, v: u32| {
+        let v = v.max(1);
+        if c < s {
+            c
+        } else if c >= s + v {
+            c + 1 - v
+        } else {
+            s
+        }
+    };
+    (
+        axis(cursor.0, scroll.0, visible.0),
+        axis(cursor.1, scroll.1, visible.1),
+    )
+}
+
+/// A framed box of `text` in the middle of `area`, over what is drawn there.
+fn help_box(f: &mut Frame, area: Rect, text: Vec<Line>) {
+    let w = 76.min(area.width);
+    let h = (text.len() as u16 + 2).min(area.height);
+    let r = Rect {
+        x: area.x + (area.width - w) / 2,
+        y: area.y + (area.height - h) / 2,
+        width: w,
+        height: h,
+    };
+    f.render_widget(ratatui::widgets::Clear, r);
+    f.render_widget(
+        Paragraph::new(text).block(ratatui::widgets::Block::bordered().title(" help ")),
+        r,
+    );
+}
+
 fn draw_help(f: &mut Frame, area: Rect) {
     let text = vec![
         Line::from(" fp4probe view: keys "),
@@ -436,19 +511,7 @@ fn draw_help(f: &mut Frame, area: Rect) {
         Line::from(" Cells show the lane that holds the element, coloured by lane."),
         Line::from(" any other key closes this help"),
     ];
-    let w = 76.min(area.width);
-    let h = (text.len() as u16 + 2).min(area.height);
-    let r = Rect {
-        x: area.x + (area.width - w) / 2,
-        y: area.y + (area.height - h) / 2,
-        width: w,
-        height: h,
-    };
-    f.render_widget(ratatui::widgets::Clear, r);
-    f.render_widget(
-        Paragraph::new(text).block(ratatui::widgets::Block::bordered().title(" help ")),
-        r,
-    );
+    help_box(f, area, text);
 }
 
 /// Why the viewer cannot run here: it draws on standard output and reads keys from standard
@@ -466,8 +529,27 @@ pub fn no_terminal(stdin_is_tty: bool, stdout_is_tty: bool) -> Option<String> {
     ))
 }
 
-/// Run the viewer on the real terminal until a quit key (q, Esc, Ctrl-C).
-pub fn run(mut app: App) -> anyhow::Result<()> {
+/// What the terminal loop drives: a state that draws itself and takes keys.
+pub trait Screen {
+    fn draw(&mut self, f: &mut Frame);
+    fn key(&mut self, key: KeyEvent);
+    fn done(&self) -> bool;
+}
+
+impl Screen for App {
+    fn draw(&mut self, f: &mut Frame) {
+        draw(f, self);
+    }
+    fn key(&mut self, key: KeyEvent) {
+        self.handle_event(key);
+    }
+    fn done(&self) -> bool {
+        self.quit
+    }
+}
+
+/// Run a viewer on the real terminal until a quit key (q, Esc, Ctrl-C).
+pub fn run(mut app: impl Screen) -> anyhow::Result<()> {
     use std::io::IsTerminal;
     if let Some(why) = no_terminal(
         std::io::stdin().is_terminal(),
@@ -484,12 +566,12 @@ pub fn run(mut app: App) -> anyhow::Result<()> {
         }
     };
     let result = (|| -> anyhow::Result<()> {
-        while !app.quit {
-            terminal.draw(|f| draw(f, &mut app))?;
+        while !app.done() {
+            terminal.draw(|f| app.draw(f))?;
             if let Event::Key(k) = event::read()?
                 && k.kind == KeyEventKind::Press
             {
-                app.handle_event(k);
+                app.key(k);
             }
         }
         Ok(())

@@ -11,12 +11,15 @@ pub mod bench;
 pub mod catalog;
 pub mod desc;
 pub mod emulator;
+pub mod grid;
 pub mod kernel;
 pub mod map;
 pub mod model;
 pub mod probe;
 pub mod rejected;
 pub mod smem;
+#[cfg(test)]
+pub(crate) mod testing;
 
 pub use catalog::catalog;
 

@@ -61,3 +61,62 @@ pub fn text(o: &Output) -> String {
         String::from_utf8_lossy(&o.stderr)
     )
 }
+
+/// Tags balance (a tiny XML checker: declarations, comments and CDATA skipped, attribute values
+/// quoted), and the document is one `<svg>` element.
+pub fn check_well_formed(svg: &str) {
+    let mut stack: Vec<String> = Vec::new();
+    let mut rest = svg;
+    let mut roots = 0;
+    while let Some(i) = rest.find('<') {
+        rest = &rest[i..];
+        let skip = [("<?", "?>"), ("<!--", "-->"), ("<![CDATA[", "]]>")]
+            .into_iter()
+            .find(|(open, _)| rest.starts_with(open));
+        if let Some((_, close)) = skip {
+            let end = rest.find(close).expect("unterminated declaration") + close.len();
+            rest = &rest[end..];
+            continue;
+        }
+        let end = rest.find('>').expect("unterminated tag");
+        let tag = &rest[1..end];
+        assert_eq!(
+            tag.matches('"').count() % 2,
+            0,
+            "unbalanced quotes in <{tag}>"
+        );
+        assert!(!tag.contains('<'), "'<' inside <{tag}>");
+        if let Some(name) = tag.strip_prefix('/') {
+            let open = stack
+                .pop()
+                .unwrap_or_else(|| panic!("</{name}> closes nothing"));
+            assert_eq!(open, name, "</{name}> closes <{open}>");
+        } else {
+            let name = tag
+                .split(|c: char| c.is_whitespace() || c == '/')
+                .next()
+                .unwrap()
+                .to_string();
+            if stack.is_empty() {
+                roots += 1;
+                assert_eq!(name, "svg", "root element");
+            }
+            if !tag.ends_with('/') {
+                stack.push(name);
+            }
+        }
+        rest = &rest[end + 1..];
+    }
+    assert!(stack.is_empty(), "unclosed: {stack:?}");
+    assert_eq!(roots, 1);
+    // Text outside tags holds no bare '&' or '>' ('&' only as an entity).
+    for (i, _) in svg.match_indices('&') {
+        let ent = &svg[i..(i + 6).min(svg.len())];
+        assert!(
+            ["&amp;", "&lt;", "&gt;", "&quot;"]
+                .iter()
+                .any(|e| ent.starts_with(e)),
+            "bare & at {i}: {ent}"
+        );
+    }
+}
