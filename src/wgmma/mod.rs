@@ -16,6 +16,7 @@ pub mod map;
 pub mod model;
 pub mod probe;
 pub mod rejected;
+pub mod sass;
 pub mod smem;
 
 pub use catalog::catalog;
