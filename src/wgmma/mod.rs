@@ -15,6 +15,7 @@ pub mod emulator;
 pub mod kernel;
 pub mod map;
 pub mod model;
+pub mod numerics;
 pub mod probe;
 pub mod rejected;
 pub mod sass;
