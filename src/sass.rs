@@ -843,14 +843,19 @@ impl SassError {
     }
 }
 
-/// The report of `v`'s probe kernel (default scale selectors) for `target` with `tc`.
-pub fn report(v: &Variant, target: Target, tc: &Toolchain) -> Result<SassReport, SassError> {
-    let ptx = fragment_kernel(v, target, Default::default());
-    let cubin = match tc.assemble(&ptx, target) {
+/// The disassembly of `ptx` (the kernel of `variant`) assembled for `target` with `tc`; ptxas's
+/// refusal is [`SassError::Rejected`] with its log.
+pub fn assemble_and_disassemble(
+    tc: &Toolchain,
+    ptx: &str,
+    variant: String,
+    target: Target,
+) -> Result<String, SassError> {
+    let cubin = match tc.assemble(ptx, target) {
         Ok(c) => c,
         Err(AssembleError::Rejected { log }) => {
             return Err(SassError::Rejected {
-                variant: v.id(),
+                variant,
                 target,
                 ptxas_version: tc.ptxas_version.clone(),
                 log,
@@ -858,7 +863,13 @@ pub fn report(v: &Variant, target: Target, tc: &Toolchain) -> Result<SassReport,
         }
         Err(e) => return Err(anyhow::Error::new(e).into()),
     };
-    let sass = tc.disassemble(&cubin)?;
+    Ok(tc.disassemble(&cubin)?)
+}
+
+/// The report of `v`'s probe kernel (default scale selectors) for `target` with `tc`.
+pub fn report(v: &Variant, target: Target, tc: &Toolchain) -> Result<SassReport, SassError> {
+    let ptx = fragment_kernel(v, target, Default::default());
+    let sass = assemble_and_disassemble(tc, &ptx, v.id(), target)?;
     Ok(SassReport::from_sass(v, target, tc, &sass)?)
 }
 

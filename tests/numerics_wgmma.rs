@@ -4,20 +4,21 @@
 
 mod common;
 
+/// `fp4probe numerics <args> --backend emulator -o <dir>`, which must succeed; its output.
+fn emulate(args: &[&str], dir: &std::path::Path) -> String {
+    let mut all = vec!["numerics"];
+    all.extend_from_slice(args);
+    all.extend(["--backend", "emulator", "-o", dir.to_str().unwrap()]);
+    let out = common::fp4probe(&all);
+    let text = common::text(&out);
+    assert!(out.status.success(), "{text}");
+    text
+}
+
 #[test]
 fn one_variant_writes_its_labelled_findings() {
     let dir = common::tmpdir("numerics", "wgmma-one");
-    let out = common::fp4probe(&[
-        "numerics",
-        "--variant",
-        "m64n8k32.f32.e4m3.e4m3.rs",
-        "--backend",
-        "emulator",
-        "-o",
-        dir.to_str().unwrap(),
-    ]);
-    let text = common::text(&out);
-    assert!(out.status.success(), "{text}");
+    let text = emulate(&["--variant", "m64n8k32.f32.e4m3.e4m3.rs"], &dir);
     assert!(text.contains("c_alone_bits: ≥ 23"), "{text}");
     let json: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(dir.join("m64n8k32.f32.e4m3.e4m3.rs.numerics.json")).unwrap(),
@@ -49,18 +50,7 @@ fn one_variant_writes_its_labelled_findings() {
 #[test]
 fn all_measures_every_type_set_at_one_n() {
     let dir = common::tmpdir("numerics", "wgmma-all");
-    let out = common::fp4probe(&[
-        "numerics",
-        "--family",
-        "wgmma",
-        "--all",
-        "--backend",
-        "emulator",
-        "-o",
-        dir.to_str().unwrap(),
-    ]);
-    let text = common::text(&out);
-    assert!(out.status.success(), "{text}");
+    emulate(&["--family", "wgmma", "--all"], &dir);
     let table = std::fs::read_to_string(dir.join("numerics.md")).unwrap();
     assert!(
         table.starts_with("# Numeric behaviour of wgmma on "),

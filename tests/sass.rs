@@ -355,7 +355,7 @@ fn cli_writes_wgmma_listings_and_summary() {
         return;
     }
     let dir = common::tmpdir("sass", "wgmma");
-    let out = common::fp4probe(&[
+    let args = [
         "sass",
         "--family",
         "wgmma",
@@ -365,7 +365,8 @@ fn cli_writes_wgmma_listings_and_summary() {
         "16",
         "-o",
         dir.to_str().unwrap(),
-    ]);
+    ];
+    let out = common::fp4probe(&args);
     let text = common::text(&out);
     assert!(out.status.success(), "{text}");
     let summary = std::fs::read_to_string(dir.join("README.md")).unwrap();
@@ -399,17 +400,7 @@ fn cli_writes_wgmma_listings_and_summary() {
         "{listing}"
     );
     // The same command again writes the same bytes.
-    let again = common::fp4probe(&[
-        "sass",
-        "--family",
-        "wgmma",
-        "--filter",
-        "n16k32.f32.e4m3.e4m3",
-        "--listing-n",
-        "16",
-        "-o",
-        dir.to_str().unwrap(),
-    ]);
+    let again = common::fp4probe(&args);
     assert!(again.status.success());
     assert_eq!(
         std::fs::read_to_string(dir.join("README.md")).unwrap(),

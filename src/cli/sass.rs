@@ -99,6 +99,15 @@ fn print_report(r: &SassReport, listing: bool) {
     }
 }
 
+/// Whether `<dir>/<base>.txt` and `.json` may be written.
+fn check_listing(out: &Outputs, dir: &std::path::Path, base: &str) -> Result<()> {
+    out.check(
+        &dir.join(format!("{base}.txt")),
+        Ours::marked(sass::LISTING_MARKER),
+    )?;
+    out.check(&dir.join(format!("{base}.json")), Ours::marked(JSON_MARKER))
+}
+
 /// `f` over `items` on a few threads (ptxas and cuobjdump are subprocesses), results in order.
 fn par_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
     let threads = std::thread::available_parallelism()
@@ -165,12 +174,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
     // Every output is checked before anything is assembled.
     if let Some(dir) = &args.output {
         for v in &variants {
-            let base = SassReport::file_base(&v.file_stem(), fixed_target.unwrap_or(v.min_target));
-            out.check(
-                &dir.join(format!("{base}.txt")),
-                Ours::marked(sass::LISTING_MARKER),
-            )?;
-            out.check(&dir.join(format!("{base}.json")), Ours::marked(JSON_MARKER))?;
+            let target = fixed_target.unwrap_or(v.min_target);
+            check_listing(&out, dir, &SassReport::file_base(&v.file_stem(), target))?;
         }
         if !single {
             out.check(&dir.join("README.md"), Ours::marked(sass::INDEX_MARKER))?;
@@ -275,12 +280,7 @@ fn run_wgmma(args: Args, out: &Outputs) -> Result<ExitCode> {
     // Every output is checked before anything is assembled.
     if let Some(dir) = &args.output {
         for v in variants.iter().filter(|v| listed(v)) {
-            let base = SassReport::file_base(&v.id(), target);
-            out.check(
-                &dir.join(format!("{base}.txt")),
-                Ours::marked(sass::LISTING_MARKER),
-            )?;
-            out.check(&dir.join(format!("{base}.json")), Ours::marked(JSON_MARKER))?;
+            check_listing(out, dir, &SassReport::file_base(&v.id(), target))?;
         }
         if !single {
             out.check(&dir.join("README.md"), Ours::marked(wg::SUMMARY_MARKER))?;

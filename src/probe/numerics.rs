@@ -190,6 +190,22 @@ impl<'a> Ctx<'a> {
                 .flatten()
         })
     }
+    /// A product 1.5·2^e as (a, b) codes: 1.5·2^x in A (one mantissa bit), the largest such
+    /// x, times 2^(e − x) in B.
+    pub fn product_1p5_pow2(&self, e: i32) -> Option<(u64, u64)> {
+        let (_, an, ax) = exponents(self.ta);
+        let (_, bn, bx) = exponents(self.tb);
+        (an..ax).rev().find_map(|x| {
+            let y = e - x;
+            if !(bn..=bx).contains(&y) {
+                return None;
+            }
+            Some((
+                self.code(self.ta, 1.5 * pow2(x))?,
+                self.code(self.tb, pow2(y))?,
+            ))
+        })
+    }
     pub fn neg(&self, t: ElemType, code: u64) -> Option<u64> {
         self.code(t, -t.decode(code))
     }
@@ -354,22 +370,16 @@ fn rounding(ctx: &Ctx, out: &mut Numerics) -> Result<()> {
         None => p_d,
     };
     let (_, _, dmax) = exponents(ctx.td);
-    let (_, an, ax) = exponents(ctx.ta);
-    let (_, bn, bx) = exponents(ctx.tb);
+    let (_, _, ax) = exponents(ctx.ta);
+    let (_, _, bx) = exponents(ctx.tb);
     let e = (ax + bx).min(dmax - 1);
     let es = e - bits - 1;
     let Some((ba, bb)) = ctx.product_pow2(e) else {
         return Ok(());
     };
-    // 1.5·2^x in A (needs one mantissa bit) times 2^(es − x) in B.
-    let small = (an..ax).rev().find_map(|x| {
-        let y = es - x;
-        if !(bn..=bx).contains(&y) {
-            return None;
-        }
-        Some((ctx.code(ctx.ta, 1.5 * pow2(x))?, ctx.code(ctx.tb, pow2(y))?))
-    });
-    let Some((sa, sb)) = small else { return Ok(()) };
+    let Some((sa, sb)) = ctx.product_1p5_pow2(es) else {
+        return Ok(());
+    };
     let neg = |c: u64| ctx.neg(ctx.ta, c);
     let (Some(nba), Some(nsa)) = (neg(ba), neg(sa)) else {
         return Ok(());
@@ -530,14 +540,19 @@ fn group(ctx: &Ctx, out: &mut Numerics) -> Result<()> {
         name: "terms_per_rounding".into(),
         result: members.len().to_string(),
         experiment: format!("{experiment}, for j = 1..{}", k - 1),
-        observed: if odd.is_empty() {
-            format!("k summed in one group with k = 0: {members:?}")
-        } else {
-            format!("k summed with k = 0: {members:?}; unexplained D at (j, D) = {odd:?}")
-        },
+        observed: group_observed(&members, &odd),
     });
     out.rounding_group = Some(members);
     Ok(())
+}
+
+/// What a group experiment saw: the k summed with k = 0, and any D no design explains.
+pub fn group_observed(members: &[u32], odd: &[(usize, f64)]) -> String {
+    if odd.is_empty() {
+        format!("k summed in one group with k = 0: {members:?}")
+    } else {
+        format!("k summed with k = 0: {members:?}; unexplained D at (j, D) = {odd:?}")
+    }
 }
 
 /// Subnormal inputs: the smallest subnormal of A times a power of two of B that lands the

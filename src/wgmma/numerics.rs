@@ -16,8 +16,8 @@ use super::probe::Setting;
 use super::{ASource, THREADS, WgVariant};
 use crate::formats::ElemType;
 use crate::probe::numerics::{
-    Ctx, DotCase, DotRunner, Finding, Numerics, exponents, fmt_value, hex, mantissa_bits,
-    measure_with, pow2,
+    Ctx, DotCase, DotRunner, Finding, Numerics, exponents, fmt_value, group_observed, hex,
+    mantissa_bits, measure_with, pow2,
 };
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
@@ -284,23 +284,26 @@ fn c_bits(ctx: &Ctx, out: &mut WgNumerics) -> Result<()> {
     Ok(())
 }
 
+/// F (fraction bits after alignment) where it was measured (not only bounded), with the
+/// largest product exponent E the types allow within D's range and D's least normal exponent.
+fn measured_width(ctx: &Ctx, n: &Numerics) -> Option<(i32, i32, i32)> {
+    let f = n
+        .fraction_bits_after_alignment
+        .filter(|_| !n.fraction_bits_is_lower_bound)?;
+    let (_, dmin, dmax) = exponents(ctx.td);
+    let (_, _, ax) = exponents(ctx.ta);
+    let (_, _, bx) = exponents(ctx.tb);
+    Some((f as i32, (ax + bx).min(dmax - 1), dmin))
+}
+
 /// How an addend is cut at the alignment: k0: ±2^E, k1: ±1.5·2^(E−F−1), k2: ∓2^E, where F is
 /// the measured fraction bits after alignment. The big terms cancel exactly, so D shows what
 /// became of 0.75 of the last kept bit's weight 2^(E−F): 0 (cut toward zero), 2^(E−F) (to
 /// nearest), or one of each by sign (toward −∞ or +∞).
 fn alignment_rounding(ctx: &Ctx, out: &mut WgNumerics) -> Result<()> {
-    let n = &out.common;
-    let (Some(f), false) = (
-        n.fraction_bits_after_alignment,
-        n.fraction_bits_is_lower_bound,
-    ) else {
+    let Some((f, e, dmin)) = measured_width(ctx, &out.common) else {
         return Ok(());
     };
-    let f = f as i32;
-    let (_, dmin, dmax) = exponents(ctx.td);
-    let (_, an, ax) = exponents(ctx.ta);
-    let (_, bn, bx) = exponents(ctx.tb);
-    let e = (ax + bx).min(dmax - 1);
     let es = e - f - 1;
     if e - f < dmin {
         return Ok(());
@@ -308,14 +311,7 @@ fn alignment_rounding(ctx: &Ctx, out: &mut WgNumerics) -> Result<()> {
     let Some((ba, bb)) = ctx.product_pow2(e) else {
         return Ok(());
     };
-    let small = (an..ax).rev().find_map(|x| {
-        let y = es - x;
-        if !(bn..=bx).contains(&y) {
-            return None;
-        }
-        Some((ctx.code(ctx.ta, 1.5 * pow2(x))?, ctx.code(ctx.tb, pow2(y))?))
-    });
-    let Some((sa, sb)) = small else {
+    let Some((sa, sb)) = ctx.product_1p5_pow2(es) else {
         return Ok(());
     };
     let (Some(nba), Some(nsa)) = (ctx.neg(ctx.ta, ba), ctx.neg(ctx.ta, sa)) else {
@@ -385,18 +381,9 @@ fn alignment_rounding(ctx: &Ctx, out: &mut WgNumerics) -> Result<()> {
 /// an addend, which the mma.sync designs (`probe::numerics`) cannot; its finding replaces
 /// theirs. k1 is taken to share k0's group.
 fn groups(ctx: &Ctx, out: &mut WgNumerics) -> Result<()> {
-    let n = &out.common;
-    let (Some(f), false) = (
-        n.fraction_bits_after_alignment,
-        n.fraction_bits_is_lower_bound,
-    ) else {
+    let Some((f, e, dmin)) = measured_width(ctx, &out.common) else {
         return Ok(());
     };
-    let f = f as i32;
-    let (_, dmin, dmax) = exponents(ctx.td);
-    let (_, _, ax) = exponents(ctx.ta);
-    let (_, _, bx) = exponents(ctx.tb);
-    let e = (ax + bx).min(dmax - 1);
     let es = e - f - 1;
     let k = ctx.k();
     let (Some((ba, bb)), Some((sa, sb))) = (ctx.product_pow2(e), ctx.product_pow2(es)) else {
@@ -420,7 +407,7 @@ fn groups(ctx: &Ctx, out: &mut WgNumerics) -> Result<()> {
         if got == 0.0 || got == pow2(e - f) {
             members.push(j as u32);
         } else if got != pow2(es) {
-            odd.push((j, fmt_value(got)));
+            odd.push((j, got));
         }
     }
     let c = &mut out.common;
@@ -434,11 +421,7 @@ fn groups(ctx: &Ctx, out: &mut WgNumerics) -> Result<()> {
              aligned with k0, 2^{es} when it comes in a later group",
             k - 1
         ),
-        observed: if odd.is_empty() {
-            format!("k summed in one group with k = 0: {members:?}")
-        } else {
-            format!("k summed with k = 0: {members:?}; unexplained D at (j, D) = {odd:?}")
-        },
+        observed: group_observed(&members, &odd),
     });
     c.rounding_group = Some(members);
     Ok(())

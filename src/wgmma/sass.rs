@@ -22,8 +22,9 @@ use super::bench::sass_mnemonic;
 use super::{ASource, Immediates, WgOperands, WgVariant};
 use crate::formats::ElemType;
 use crate::isa::Target;
-use crate::sass::{Instr, Lowering, SassError, SassReport, Toolchain, verdict_with};
-use crate::tools::AssembleError;
+use crate::sass::{
+    Instr, Lowering, SassError, SassReport, Toolchain, assemble_and_disassemble, verdict_with,
+};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
@@ -216,19 +217,7 @@ pub fn report(v: &WgVariant, target: Target, tc: &Toolchain) -> Result<SassRepor
         .into());
     }
     let ptx = lowering_kernel(v);
-    let cubin = match tc.assemble(&ptx, target) {
-        Ok(c) => c,
-        Err(AssembleError::Rejected { log }) => {
-            return Err(SassError::Rejected {
-                variant: v.id(),
-                target,
-                ptxas_version: tc.ptxas_version.clone(),
-                log,
-            });
-        }
-        Err(e) => return Err(anyhow::Error::new(e).into()),
-    };
-    let text = tc.disassemble(&cubin)?;
+    let text = assemble_and_disassemble(tc, &ptx, v.id(), target)?;
     let wanted = if v.and_popc {
         "AND.POPC".to_string()
     } else {
