@@ -507,6 +507,22 @@ fn join_counts(groups: &[(String, usize)]) -> String {
 
 /// The classification and its one-line statement.
 pub fn verdict(v: &Variant, tensor: &[&Instr], region: &[&Instr]) -> (Lowering, String) {
+    let wanted = match v.bitop {
+        Some(BitOp::Xor) => "XOR".to_string(),
+        Some(BitOp::And) => "AND".to_string(),
+        None => format!("{}.{}", v.a, v.b),
+    };
+    verdict_with(tensor, region, |op| names_input_types(op, v), &wanted)
+}
+
+/// [`verdict`] for any instruction family: `names` says whether a tensor opcode names the
+/// input types, `wanted` spells them for the statement (`bf16.bf16`, `AND`).
+pub fn verdict_with(
+    tensor: &[&Instr],
+    region: &[&Instr],
+    names: impl Fn(&str) -> bool,
+    wanted: &str,
+) -> (Lowering, String) {
     let conversions: Vec<&str> = region
         .iter()
         .filter(|i| i.is_conversion())
@@ -537,7 +553,7 @@ pub fn verdict(v: &Variant, tensor: &[&Instr], region: &[&Instr]) -> (Lowering, 
         );
     }
     let groups = counted(tensor.iter().map(|i| i.opcode()));
-    let all_named = tensor.iter().all(|i| names_input_types(i.opcode(), v));
+    let all_named = tensor.iter().all(|i| names(i.opcode()));
     if all_named && conversions.is_empty() {
         return if tensor.len() == 1 {
             (
@@ -549,11 +565,6 @@ pub fn verdict(v: &Variant, tensor: &[&Instr], region: &[&Instr]) -> (Lowering, 
         };
     }
     let conv = if conversions.is_empty() {
-        let wanted = match v.bitop {
-            Some(BitOp::Xor) => "XOR".to_string(),
-            Some(BitOp::And) => "AND".to_string(),
-            None => format!("{}.{}", v.a, v.b),
-        };
         if all_named {
             "no conversion instruction".to_string()
         } else {
@@ -608,11 +619,18 @@ pub struct SassReport {
     /// Over `listing`; see the module doc.
     pub histogram: BTreeMap<String, usize>,
     pub tensor_instructions: Vec<String>,
+    /// wgmma only: the mma region's warpgroup instructions in order (`WARPGROUP.ARRIVE`, the
+    /// GMMA, `WARPGROUP.DEPBAR`, `WARPSYNC`, ...); see `wgmma::sass::warpgroup_sequence`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warpgroup_sequence: Option<Vec<String>>,
     pub lowering: Lowering,
     /// One line: `native: 1 QMMA.SF.16832.F32.E2M1.E2M1.E8`,
     /// `emulated: 2 HMMA.16816.F32 + 12 F2FP conversions; ...`.
     pub verdict: String,
     pub tool_version: String,
+    /// When it was made (UTC); empty for reports that must regenerate byte for byte (the
+    /// offline wgmma listings).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub date: String,
     pub command: String,
 }
@@ -620,27 +638,42 @@ pub struct SassReport {
 impl SassReport {
     /// Build the report from disassembler text.
     pub fn from_sass(v: &Variant, target: Target, tc: &Toolchain, sass: &str) -> Result<Self> {
+        let instruction = fragment_kernel(v, target, Default::default())
+            .lines()
+            .map(str::trim)
+            .find(|l| l.starts_with("mma."))
+            .unwrap_or_default()
+            .to_string();
+        Self::from_listing(v.id(), instruction, target, tc, sass, |tensor, region| {
+            verdict(v, tensor, region)
+        })
+    }
+
+    /// Build the report of the kernel of `variant` (whose tensor instruction is
+    /// `instruction`) from disassembler text, classified by `classify(tensor, region)`.
+    pub fn from_listing(
+        variant: String,
+        instruction: String,
+        target: Target,
+        tc: &Toolchain,
+        sass: &str,
+        classify: impl Fn(&[&Instr], &[&Instr]) -> (Lowering, String),
+    ) -> Result<Self> {
         let d = parse_sass(sass);
         let listing = d.trimmed();
         if listing.is_empty() {
             bail!(
-                "{} printed no instructions for {} at {target}",
+                "{} printed no instructions for {variant} at {target}",
                 tc.disassembler_name(),
-                v.id()
             );
         }
         let region = d.mma_region();
         let tensor: Vec<&Instr> = listing.iter().filter(|i| i.is_tensor()).collect();
-        let (lowering, verdict) = verdict(v, &tensor, &region);
+        let (lowering, verdict) = classify(&tensor, &region);
         Ok(SassReport {
             schema: SCHEMA.into(),
-            variant: v.id(),
-            instruction: fragment_kernel(v, target, Default::default())
-                .lines()
-                .map(str::trim)
-                .find(|l| l.starts_with("mma."))
-                .unwrap_or_default()
-                .to_string(),
+            variant,
+            instruction,
             target,
             toolchain: tc.kind,
             ptxas: shown_path(&tc.ptxas),
@@ -653,6 +686,7 @@ impl SassReport {
             mma_region: region.iter().map(|i| i.text.clone()).collect(),
             histogram: histogram(listing),
             tensor_instructions: tensor.iter().map(|i| i.text.clone()).collect(),
+            warpgroup_sequence: None,
             lowering,
             verdict,
             tool_version: env!("CARGO_PKG_VERSION").into(),
@@ -696,7 +730,11 @@ impl SassReport {
             self.disassembler_version,
             self.disassembler_path
         ));
-        h(format!("fp4probe {} at {}", self.tool_version, self.date));
+        if self.date.is_empty() {
+            h(format!("fp4probe {}", self.tool_version));
+        } else {
+            h(format!("fp4probe {} at {}", self.tool_version, self.date));
+        }
         h(format!("command: {}", self.command));
         h(format!("verdict: {}", self.verdict));
         h(format!(
@@ -705,6 +743,15 @@ impl SassReport {
         ));
         for t in &self.tensor_instructions {
             h(format!("  {t}"));
+        }
+        if let Some(seq) = &self.warpgroup_sequence {
+            h(format!(
+                "warpgroup sequence (the mma region's warpgroup instructions): {}",
+                seq.len()
+            ));
+            for t in seq {
+                h(format!("  {t}"));
+            }
         }
         h("histogram (whole listing; base opcode, then each full form):".into());
         for line in histogram_lines(&self.histogram) {
@@ -796,14 +843,19 @@ impl SassError {
     }
 }
 
-/// The report of `v`'s probe kernel (default scale selectors) for `target` with `tc`.
-pub fn report(v: &Variant, target: Target, tc: &Toolchain) -> Result<SassReport, SassError> {
-    let ptx = fragment_kernel(v, target, Default::default());
-    let cubin = match tc.assemble(&ptx, target) {
+/// The disassembly of `ptx` (the kernel of `variant`) assembled for `target` with `tc`; ptxas's
+/// refusal is [`SassError::Rejected`] with its log.
+pub fn assemble_and_disassemble(
+    tc: &Toolchain,
+    ptx: &str,
+    variant: String,
+    target: Target,
+) -> Result<String, SassError> {
+    let cubin = match tc.assemble(ptx, target) {
         Ok(c) => c,
         Err(AssembleError::Rejected { log }) => {
             return Err(SassError::Rejected {
-                variant: v.id(),
+                variant,
                 target,
                 ptxas_version: tc.ptxas_version.clone(),
                 log,
@@ -811,7 +863,13 @@ pub fn report(v: &Variant, target: Target, tc: &Toolchain) -> Result<SassReport,
         }
         Err(e) => return Err(anyhow::Error::new(e).into()),
     };
-    let sass = tc.disassemble(&cubin)?;
+    Ok(tc.disassemble(&cubin)?)
+}
+
+/// The report of `v`'s probe kernel (default scale selectors) for `target` with `tc`.
+pub fn report(v: &Variant, target: Target, tc: &Toolchain) -> Result<SassReport, SassError> {
+    let ptx = fragment_kernel(v, target, Default::default());
+    let sass = assemble_and_disassemble(tc, &ptx, v.id(), target)?;
     Ok(SassReport::from_sass(v, target, tc, &sass)?)
 }
 

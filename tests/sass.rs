@@ -291,3 +291,188 @@ fn cuda_13_0_disassembly_parses_the_same_with_either_tool() {
     assert_eq!(h["LDG.E.128"], 2);
     assert_eq!(h["STG.E.128"], 1);
 }
+
+/// wgmma: what a few variants lower to, read from the pinned tools' listings: one GMMA of the
+/// variant's own base, shape and types between WARPGROUP.ARRIVE and WARPGROUP.DEPBAR.
+#[test]
+fn wgmma_variants_lower_to_one_gmma() {
+    if !have_tools() {
+        return;
+    }
+    let tc = Toolchain::find(ToolchainKind::Pinned).unwrap();
+    let cases = [
+        ("m64n256k16.f32.bf16.bf16.ss", "HGMMA.64x256x16.F32.BF16"),
+        ("m64n16k16.f16.f16.f16.rs", "HGMMA.64x16x16.F16"),
+        ("m64n24k8.f32.tf32.tf32.ss", "HGMMA.64x24x8.F32.TF32"),
+        ("m64n16k32.f32.e4m3.e5m2.rs", "QGMMA.64x16x32.F32.E4M3.E5M2"),
+        (
+            "m64n256k32.f16.e5m2.e4m3.ss",
+            "QGMMA.64x256x32.F16.E5M2.E4M3",
+        ),
+        (
+            "m64n16k32.satfinite.s32.u8.s8.ss",
+            "IGMMA.64x16x32.U8.S8.SAT",
+        ),
+        (
+            "m64n16k256.s32.b1.b1.and.popc.rs",
+            "BGMMA.64x16x256.AND.POPC",
+        ),
+    ];
+    let reports = par_map(&cases, |(id, _)| {
+        let v = fp4probe::wgmma::find(id).unwrap();
+        fp4probe::wgmma::sass::report(&v, fp4probe::wgmma::sass::target(), &tc)
+            .unwrap_or_else(|e| panic!("{id}: {e:#}"))
+    });
+    for ((id, opcode), r) in cases.iter().zip(&reports) {
+        assert_eq!(r.lowering, Lowering::Native, "{}", show(r));
+        assert_eq!(r.verdict, format!("native: 1 {opcode}"), "{id}");
+        let seq: Vec<&str> = r
+            .warpgroup_sequence
+            .as_ref()
+            .unwrap()
+            .iter()
+            .map(|s| s.split_whitespace().next().unwrap())
+            .collect();
+        assert_eq!(
+            seq,
+            ["WARPGROUP.ARRIVE", opcode, "WARPGROUP.DEPBAR.LE"],
+            "{}",
+            show(r)
+        );
+        assert!(
+            r.date.is_empty(),
+            "{id}: offline wgmma listings carry no date"
+        );
+    }
+    // A from registers: the GMMA reads a register where the ss form reads a descriptor.
+    let rs = &reports[1].tensor_instructions[0];
+    assert!(rs.contains(", R") && rs.contains("gdesc["), "{rs}");
+}
+
+#[test]
+fn cli_writes_wgmma_listings_and_summary() {
+    if !have_tools() {
+        return;
+    }
+    let dir = common::tmpdir("sass", "wgmma");
+    let args = [
+        "sass",
+        "--family",
+        "wgmma",
+        "--filter",
+        "n16k32.f32.e4m3.e4m3",
+        "--listing-n",
+        "16",
+        "-o",
+        dir.to_str().unwrap(),
+    ];
+    let out = common::fp4probe(&args);
+    let text = common::text(&out);
+    assert!(out.status.success(), "{text}");
+    let summary = std::fs::read_to_string(dir.join("README.md")).unwrap();
+    assert!(summary.starts_with("# SASS of wgmma"), "{summary}");
+    assert!(summary.contains("2 variants: 2 native."), "{summary}");
+    // ss and rs lower alike, so they share a line.
+    assert!(
+        summary.contains(
+            "| `f32.e4m3.e4m3` | ss, rs | 16 | `QGMMA.64xNx32.F32.E4M3.E4M3` | \
+             `WARPGROUP.ARRIVE → GMMA → WARPGROUP.DEPBAR.LE gsb0, 0x0` | native |"
+        ),
+        "{summary}"
+    );
+    let files: Vec<String> = std::fs::read_dir(&*dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        files.len(),
+        5,
+        "{files:?}: two listings, their reports, the summary"
+    );
+    let listing =
+        std::fs::read_to_string(dir.join("m64n16k32.f32.e4m3.e4m3.ss.sm_90a.sass.txt")).unwrap();
+    assert!(
+        listing.contains("# command: fp4probe sass --family wgmma"),
+        "{listing}"
+    );
+    assert!(
+        listing.contains("\nQGMMA.64x16x32.F32.E4M3.E4M3 "),
+        "{listing}"
+    );
+    // The same command again writes the same bytes.
+    let again = common::fp4probe(&args);
+    assert!(again.status.success());
+    assert_eq!(
+        std::fs::read_to_string(dir.join("README.md")).unwrap(),
+        summary
+    );
+}
+
+/// Bad wgmma selections are refused before anything is assembled, with exit code 2 (no tools
+/// needed).
+#[test]
+fn wgmma_sass_refuses_bad_arguments() {
+    for (args, why) in [
+        (
+            &["sass", "--variant", "m64n40k32.s32.s8.s8.ss"][..],
+            "not in the catalog",
+        ),
+        (
+            &[
+                "sass",
+                "--family",
+                "wgmma",
+                "--variant",
+                "m64n40k32.s32.s8.s8.ss",
+            ],
+            "not a wgmma variant",
+        ),
+        (
+            &["sass", "--variant", "sp.m64n64k32.f32.bf16.bf16.ss"],
+            "sparse",
+        ),
+        (
+            &["sass", "--family", "wgmma", "--filter", "nothing-like-this"],
+            "no dense wgmma variant",
+        ),
+        (
+            &[
+                "sass",
+                "--family",
+                "wgmma",
+                "--all",
+                "--min-target",
+                "sm_90",
+            ],
+            "--min-target",
+        ),
+        (
+            &[
+                "sass",
+                "--family",
+                "wgmma",
+                "--all",
+                "--listing-n",
+                "12",
+                "-o",
+                "x",
+            ],
+            "N = 12",
+        ),
+        (
+            &["sass", "--family", "wgmma", "--shape", "m16n8k16"],
+            "mma.sync",
+        ),
+        (
+            &["sass", "--family", "wgmma", "--index", "-o", "x"],
+            "--index",
+        ),
+        (&["sass", "--filter", "bf16"], "--family wgmma"),
+        (&["sass", "--all", "--listing-n", "16"], "--family wgmma"),
+    ] {
+        let out = common::fp4probe(args);
+        let text = common::text(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {text}");
+        assert!(text.contains(why), "{args:?}: {text}");
+    }
+}

@@ -49,6 +49,8 @@ const EXAMPLES: &str = "Examples:
                                                     what it lowers to in SASS (offline)
   fp4probe scale --all --backend emulator           scale lane maps of the 29 block-scaled variants
   fp4probe numerics --all                           numeric behaviour of every variant
+  fp4probe numerics --family wgmma --all            the same for every wgmma type set (sm_90a)
+  fp4probe sass --variant m64n256k32.f32.e4m3.e4m3.ss   the GMMA a wgmma lowers to (offline)
   fp4probe report reports/*/*.json --skip-measured  pages and SVGs next to the maps, and the index
   fp4probe codegen --check                          are kernels/generated and src/generated current?
   fp4probe bench --variant m16n8k16.f32.bf16.bf16.f32   latency and throughput (GPU only)

@@ -1,7 +1,7 @@
 //! `fp4probe sass`: what a variant's probe kernel lowers to in SASS, for any target, offline
 //! with the pinned tools or with the machine's own CUDA toolkit.
 
-use super::select::VariantArgs;
+use super::select::{Family, FamilyArgs, VariantArgs};
 use crate::isa::{Rejected, Target, Variant};
 use crate::outfile::{JSON_MARKER, Ours, Outputs};
 use crate::sass::{self, SassError, SassReport, Toolchain, ToolchainKind};
@@ -13,6 +13,12 @@ use std::process::ExitCode;
 pub struct Args {
     #[command(flatten)]
     pub select: VariantArgs,
+    #[command(flatten)]
+    pub family: FamilyArgs,
+    /// wgmma with -o: write listings only for these N (comma-separated); DIR/README.md, the
+    /// summary, still covers every selected variant.
+    #[arg(long, value_delimiter = ',')]
+    pub listing_n: Vec<u32>,
     /// Target to assemble for (sm_80, sm_90, sm_120a, ...; `device`: this machine's GPU, via
     /// the CUDA driver). Default: each variant's minimum target. A target ptxas refuses for a
     /// variant is reported with ptxas's log.
@@ -93,6 +99,15 @@ fn print_report(r: &SassReport, listing: bool) {
     }
 }
 
+/// Whether `<dir>/<base>.txt` and `.json` may be written.
+fn check_listing(out: &Outputs, dir: &std::path::Path, base: &str) -> Result<()> {
+    out.check(
+        &dir.join(format!("{base}.txt")),
+        Ours::marked(sass::LISTING_MARKER),
+    )?;
+    out.check(&dir.join(format!("{base}.json")), Ours::marked(JSON_MARKER))
+}
+
 /// `f` over `items` on a few threads (ptxas and cuobjdump are subprocesses), results in order.
 fn par_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
     let threads = std::thread::available_parallelism()
@@ -113,12 +128,18 @@ fn par_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> 
 
 pub fn run(args: Args) -> Result<ExitCode> {
     let out = Outputs::new(args.force);
+    if args.family.family(&args.select) == Family::Wgmma {
+        return run_wgmma(args, &out);
+    }
+    if !args.listing_n.is_empty() {
+        bail!("--listing-n is for --family wgmma");
+    }
     if args.index {
         let dir = args.output.as_ref().expect("clap requires -o with --index");
         println!("wrote {}", sass::write_index(dir, &out)?.display());
         return Ok(ExitCode::SUCCESS);
     }
-    let mut variants: Vec<Variant> = args.select.select()?;
+    let mut variants: Vec<Variant> = args.family.mma_variants(&args.select)?;
     if !args.min_target.is_empty() {
         variants.retain(|v| args.min_target.contains(&v.min_target));
         if variants.is_empty() {
@@ -153,12 +174,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
     // Every output is checked before anything is assembled.
     if let Some(dir) = &args.output {
         for v in &variants {
-            let base = SassReport::file_base(&v.file_stem(), fixed_target.unwrap_or(v.min_target));
-            out.check(
-                &dir.join(format!("{base}.txt")),
-                Ours::marked(sass::LISTING_MARKER),
-            )?;
-            out.check(&dir.join(format!("{base}.json")), Ours::marked(JSON_MARKER))?;
+            let target = fixed_target.unwrap_or(v.min_target);
+            check_listing(&out, dir, &SassReport::file_base(&v.file_stem(), target))?;
         }
         if !single {
             out.check(&dir.join("README.md"), Ours::marked(sass::INDEX_MARKER))?;
@@ -217,6 +234,123 @@ pub fn run(args: Args) -> Result<ExitCode> {
         print!("; reports in {}, index {}", dir.display(), index.display());
     }
     println!();
+    Ok(if failed > 0 {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// `--family wgmma`: the probe kernel of each selected dense wgmma variant for sm_90a; with
+/// `-o DIR` the listings (those of `--listing-n` only, when given) and, for a selection of
+/// several, DIR/README.md summarising every selected variant by type set.
+fn run_wgmma(args: Args, out: &Outputs) -> Result<ExitCode> {
+    use crate::wgmma::sass as wg;
+    if args.index {
+        bail!(
+            "--index rebuilds the mma.sync index from its .sass.json files; the wgmma summary \
+             covers variants without listings: rerun with --family wgmma --all -o DIR"
+        );
+    }
+    if !args.min_target.is_empty() {
+        bail!("--min-target selects mma.sync variants; every wgmma variant needs sm_90a");
+    }
+    let variants = args.family.wgmma_variants(&args.select)?;
+    if let Some(n) = args
+        .listing_n
+        .iter()
+        .find(|n| !variants.iter().any(|v| v.n == **n))
+    {
+        bail!("--listing-n {n}: no selected variant has N = {n}");
+    }
+    let tc = Toolchain::find(args.toolchain)?;
+    println!("toolchain {}", tc.describe());
+    let (device, target) = match args.target {
+        None => (None, wg::target()),
+        Some(TargetArg::Fixed(t)) => (None, t),
+        Some(TargetArg::Device) => {
+            let (name, t) = sass::device_target()?;
+            println!("device: {name} -> {t}");
+            (Some(name), t)
+        }
+    };
+    let single = variants.len() == 1 && !args.select.all && args.family.filter.is_none();
+    let listed =
+        |v: &crate::wgmma::WgVariant| args.listing_n.is_empty() || args.listing_n.contains(&v.n);
+    // Every output is checked before anything is assembled.
+    if let Some(dir) = &args.output {
+        for v in variants.iter().filter(|v| listed(v)) {
+            check_listing(out, dir, &SassReport::file_base(&v.id(), target))?;
+        }
+        if !single {
+            out.check(&dir.join("README.md"), Ours::marked(wg::SUMMARY_MARKER))?;
+        }
+    }
+    let results = par_map(&variants, |v| {
+        wg::report(v, target, &tc).map(|mut r| {
+            r.device = device.clone();
+            r
+        })
+    });
+    if single {
+        let r = results.into_iter().next().expect("one variant")?;
+        print_report(&r, args.listing);
+        if let Some(dir) = &args.output {
+            let p = r.write(dir, out)?;
+            println!("  wrote {} (+ .json)", p.display());
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut rows = Vec::new();
+    let mut written = Vec::new();
+    let mut failed = 0;
+    for (v, r) in variants.iter().zip(results) {
+        let outcome = match r {
+            Ok(r) => {
+                if args.listing {
+                    print_report(&r, true);
+                }
+                if let Some(dir) = &args.output
+                    && listed(v)
+                {
+                    r.write(dir, out)?;
+                    written.push(SassReport::file_base(&v.id(), target));
+                }
+                Ok(r)
+            }
+            Err(e) => {
+                failed += usize::from(matches!(e, SassError::Other(_)));
+                Err(e.summary())
+            }
+        };
+        rows.push(wg::Row {
+            variant: v.clone(),
+            outcome,
+        });
+    }
+    let tools = format!(
+        "{}: ptxas {}, {} {}",
+        tc.kind.name(),
+        tc.ptxas_version,
+        tc.disassembler_name(),
+        tc.disassembler_version
+    );
+    let page = wg::summary(&rows, &tools, &wg::command_line(), &written);
+    match &args.output {
+        Some(dir) => {
+            let path = dir.join("README.md");
+            out.create_dir(dir)?;
+            out.write(&path, &page, Ours::marked(wg::SUMMARY_MARKER))?;
+            println!(
+                "{} variants; {} listings and the summary {} in {}",
+                rows.len(),
+                written.len(),
+                path.display(),
+                dir.display()
+            );
+        }
+        None => print!("{page}"),
+    }
     Ok(if failed > 0 {
         ExitCode::FAILURE
     } else {

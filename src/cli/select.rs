@@ -73,7 +73,7 @@ impl VariantArgs {
             && self.satfinite.is_none_or(|s| s == v.satfinite)
     }
 
-    fn any_qualifier(&self) -> bool {
+    pub fn any_qualifier(&self) -> bool {
         self.shape.is_some()
             || self.kind.is_some()
             || self.a.is_some()
@@ -157,4 +157,99 @@ impl VariantArgs {
         );
         out
     }
+}
+
+/// The instruction family a command works on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Family {
+    /// `mma.sync`, one warp.
+    Mma,
+    /// `wgmma.mma_async`, one warpgroup (sm_90a).
+    Wgmma,
+}
+
+/// `--family` and the wgmma selection beside [`VariantArgs`].
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct FamilyArgs {
+    /// Instruction family: mma (mma.sync) or wgmma (wgmma.mma_async, sm_90a). Default mma, or
+    /// wgmma when --variant names a wgmma catalog id (`m64n256k16.f32.bf16.bf16.ss`).
+    #[arg(long, value_enum)]
+    pub family: Option<Family>,
+    /// wgmma: every dense variant whose id contains this text (`f32.e4m3.e4m3`, `m64n16k`).
+    #[arg(long)]
+    pub filter: Option<String>,
+}
+
+impl FamilyArgs {
+    /// The family asked for: `--family`, else wgmma when `--variant` is a wgmma id and not an
+    /// mma.sync one, else mma.
+    pub fn family(&self, select: &VariantArgs) -> Family {
+        if let Some(f) = self.family {
+            return f;
+        }
+        match &select.variant {
+            Some(id) if crate::isa::find(id).is_none() && crate::wgmma::find(id).is_some() => {
+                Family::Wgmma
+            }
+            _ => Family::Mma,
+        }
+    }
+
+    /// The mma.sync selection; refuses the wgmma-only `--filter`.
+    pub fn mma_variants(&self, select: &VariantArgs) -> Result<Vec<Variant>> {
+        if self.filter.is_some() {
+            bail!("--filter selects wgmma variants: add --family wgmma");
+        }
+        select.select()
+    }
+
+    /// The dense wgmma variants `--variant`, `--filter` and `--all` name; the mma.sync
+    /// qualifiers (`--shape`, `--a`, ...) are refused.
+    pub fn wgmma_variants(&self, select: &VariantArgs) -> Result<Vec<crate::wgmma::WgVariant>> {
+        if select.any_qualifier() {
+            bail!(
+                "--shape/--kind/--a/--b/--c/--d/--scale-vec/--stype/--op/--satfinite select \
+                 mma.sync variants; for wgmma give --variant ID, --filter TEXT or --all"
+            );
+        }
+        let ids: Vec<String> = select.variant.iter().cloned().collect();
+        pick_wgmma(&ids, self.filter.as_deref(), select.all)
+    }
+}
+
+/// Dense wgmma variants: each id in `ids`, then (with `all` or a `filter`) every dense catalog
+/// variant whose id contains `filter`; an unknown id, a sparse form or an empty selection is an
+/// error naming it.
+pub fn pick_wgmma(
+    ids: &[String],
+    filter: Option<&str>,
+    all: bool,
+) -> Result<Vec<crate::wgmma::WgVariant>> {
+    let mut out = Vec::new();
+    for text in ids {
+        let Some(v) = crate::wgmma::find(text) else {
+            bail!(
+                "'{text}' is not a wgmma variant (see `fp4probe catalog --family wgmma`; ids look \
+                 like m64n256k16.f32.bf16.bf16.ss)"
+            );
+        };
+        if v.sparse {
+            bail!("{}: the sparse forms are catalogued, not probed", v.id());
+        }
+        out.push(v);
+    }
+    if all || filter.is_some() {
+        out.extend(
+            crate::wgmma::catalog()
+                .into_iter()
+                .filter(|v| !v.sparse && filter.is_none_or(|f| v.id().contains(f))),
+        );
+    }
+    if out.is_empty() {
+        match filter {
+            Some(f) => bail!("no dense wgmma variant's id contains '{f}'"),
+            None => bail!("nothing selected: give --variant ID, --filter TEXT or --all"),
+        }
+    }
+    Ok(out)
 }

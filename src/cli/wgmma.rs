@@ -5,6 +5,7 @@ use crate::device::cuda::CudaBackend;
 use crate::device::{BackendChoice, BackendKind, fallback_notice};
 use crate::outfile::Outputs;
 use crate::provenance::Provenance;
+use crate::wgmma::WgVariant;
 use crate::wgmma::backend::{WgBackend, WgCuda};
 use crate::wgmma::desc::{Major, Swizzle};
 use crate::wgmma::emulator::WgEmulator;
@@ -12,7 +13,6 @@ use crate::wgmma::kernel::probe_kernel;
 use crate::wgmma::map::{Status, WgLaneMap, WgSmemMap, smem_csv_header, smem_stem};
 use crate::wgmma::probe::{Setting, Work, probe};
 use crate::wgmma::smem::{point, study_variant, sweep_settings};
-use crate::wgmma::{WgVariant, catalog, find};
 use anyhow::{Context, Result, bail};
 use clap::Subcommand;
 use rayon::prelude::*;
@@ -103,12 +103,15 @@ pub enum Sub {
     },
 }
 
-enum Dev {
+/// The wgmma backend a command runs on.
+pub(super) enum Dev {
     Cuda(CudaBackend),
     Emu(WgEmulator),
 }
 
-fn open(choice: BackendChoice) -> Result<Dev> {
+/// Open the backend `choice` names: CUDA only on an sm_90 device; `auto` falls back to the
+/// emulator with a notice.
+pub(super) fn open(choice: BackendChoice) -> Result<Dev> {
     let cuda = || -> Result<CudaBackend> {
         let d = CudaBackend::open()?;
         let cc = d.compute_capability();
@@ -147,7 +150,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             major,
             common,
         } => {
-            let picked = pick(&variants, filter.as_deref(), all)?;
+            let picked = super::select::pick_wgmma(&variants, filter.as_deref(), all)?;
             for v in &picked {
                 Setting::packed(v, swizzle, major, major).check(v)?;
             }
@@ -214,33 +217,6 @@ pub fn run(args: Args) -> Result<ExitCode> {
 }
 
 /// The variants a selection names; sparse forms are refused (catalogued, not probed).
-fn pick(variants: &[String], filter: Option<&str>, all: bool) -> Result<Vec<WgVariant>> {
-    let mut out = Vec::new();
-    for text in variants {
-        let Some(v) = find(text) else {
-            bail!(
-                "'{text}' is not a wgmma variant (see `fp4probe catalog --family wgmma`; ids look \
-                 like m64n256k16.f32.bf16.bf16.ss)"
-            );
-        };
-        if v.sparse {
-            bail!("{}: the sparse forms are catalogued, not probed", v.id());
-        }
-        out.push(v);
-    }
-    if all || filter.is_some() {
-        out.extend(
-            catalog()
-                .into_iter()
-                .filter(|v| !v.sparse && filter.is_none_or(|f| v.id().contains(f))),
-        );
-    }
-    if out.is_empty() {
-        bail!("nothing selected: give --variant ID, --filter TEXT or --all");
-    }
-    Ok(out)
-}
-
 fn run_probe(
     backend: &dyn WgBackend,
     jit: Option<&WgCuda>,

@@ -18,9 +18,9 @@ use serde::{Deserialize, Serialize};
 pub const SCHEMA: &str = "fp4probe.numerics/1";
 
 /// One term of a dot product in D(0, 0): (k, a code, b code).
-type Term = (usize, u64, u64);
+pub type Term = (usize, u64, u64);
 /// A dot product: its terms and the code of C(0, 0).
-type DotCase = (Vec<Term>, u64);
+pub type DotCase = (Vec<Term>, u64);
 /// Tells from D(0, 0) whether k = j shared a group with k = 0 (None: unexplained value).
 type GroupTest = Box<dyn Fn(f64) -> Option<bool>>;
 
@@ -59,19 +59,61 @@ pub struct Numerics {
     pub findings: Vec<Finding>,
 }
 
-struct Ctx<'a> {
+/// What runs the experiments: one instruction per dot product, the product in D(0, 0), every
+/// other element zero. The mma.sync runner places elements by a lane map; the wgmma one
+/// (`wgmma::numerics`) through shared memory or registers of a warpgroup.
+pub trait DotRunner {
+    /// A, B, C and D element types.
+    fn types(&self) -> [ElemType; 4];
+    /// K of one instruction.
+    fn k(&self) -> usize;
+    /// b1 with XOR (a 1 against a 0 counts); false for AND and for every other type.
+    fn xor(&self) -> bool;
+    /// D(0, 0)'s bits for each case, in one launch.
+    fn dots(&self, cases: &[DotCase]) -> Result<Vec<u64>>;
+}
+
+/// mma.sync: [`Dense`] experiments placed by `layout`.
+struct MmaDots<'a> {
     backend: &'a dyn Backend,
     v: &'a Variant,
     layout: &'a Layout,
-    ta: ElemType,
-    tb: ElemType,
-    tc: ElemType,
-    td: ElemType,
+}
+
+impl DotRunner for MmaDots<'_> {
+    fn types(&self) -> [ElemType; 4] {
+        [Operand::A, Operand::B, Operand::C, Operand::D].map(|op| self.v.fragment(op).elem)
+    }
+    fn k(&self) -> usize {
+        self.v.shape.k as usize
+    }
+    fn xor(&self) -> bool {
+        self.v.bitop == Some(crate::isa::BitOp::Xor)
+    }
+    fn dots(&self, cases: &[DotCase]) -> Result<Vec<u64>> {
+        let dense: Vec<Dense> = cases
+            .iter()
+            .map(|(t, c)| Dense::dot(self.v, t, *c))
+            .collect();
+        Ok(run(self.backend, self.v, self.layout, &dense)?
+            .into_iter()
+            .map(|d| d[0])
+            .collect())
+    }
+}
+
+/// An experiment's context: the runner and the operand types.
+pub struct Ctx<'a> {
+    runner: &'a dyn DotRunner,
+    pub ta: ElemType,
+    pub tb: ElemType,
+    pub tc: ElemType,
+    pub td: ElemType,
 }
 
 /// Exponent ranges of normal and subnormal powers of two in a type (min subnormal, min normal,
 /// max) — the values designed inputs are built from.
-fn exponents(t: ElemType) -> (i32, i32, i32) {
+pub fn exponents(t: ElemType) -> (i32, i32, i32) {
     match t {
         ElemType::F16 => (-24, -14, 15),
         ElemType::Bf16 => (-133, -126, 127),
@@ -88,7 +130,7 @@ fn exponents(t: ElemType) -> (i32, i32, i32) {
 }
 
 /// Fraction bits of a float type (mantissa width).
-fn mantissa_bits(t: ElemType) -> i32 {
+pub fn mantissa_bits(t: ElemType) -> i32 {
     match t {
         ElemType::F16 | ElemType::Tf32 => 10,
         ElemType::Bf16 => 7,
@@ -102,7 +144,7 @@ fn mantissa_bits(t: ElemType) -> i32 {
 }
 
 /// 2^e exactly, subnormals included (`powi` underflows to 0 below about 2^-1023).
-fn pow2(e: i32) -> f64 {
+pub fn pow2(e: i32) -> f64 {
     match e {
         -1022..=1023 => f64::from_bits(((e + 1023) as u64) << 52),
         -1074..=-1023 => f64::from_bits(1u64 << (e + 1074)),
@@ -111,26 +153,33 @@ fn pow2(e: i32) -> f64 {
     }
 }
 
-impl Ctx<'_> {
-    fn code(&self, t: ElemType, x: f64) -> Option<u64> {
+impl<'a> Ctx<'a> {
+    pub fn new(runner: &'a dyn DotRunner) -> Self {
+        let [ta, tb, tc, td] = runner.types();
+        Ctx {
+            runner,
+            ta,
+            tb,
+            tc,
+            td,
+        }
+    }
+    pub fn code(&self, t: ElemType, x: f64) -> Option<u64> {
         t.encode_exact(x)
     }
-    fn d_value(&self, bits: u64) -> f64 {
+    pub fn d_value(&self, bits: u64) -> f64 {
         self.td.decode(bits)
     }
+    /// K of one instruction.
+    pub fn k(&self) -> usize {
+        self.runner.k()
+    }
     /// Run dot products in D(0,0) and return D(0,0)'s bits for each.
-    fn dots(&self, cases: &[DotCase]) -> Result<Vec<u64>> {
-        let dense: Vec<Dense> = cases
-            .iter()
-            .map(|(t, c)| Dense::dot(self.v, t, *c))
-            .collect();
-        Ok(run(self.backend, self.v, self.layout, &dense)?
-            .into_iter()
-            .map(|d| d[0])
-            .collect())
+    pub fn dots(&self, cases: &[DotCase]) -> Result<Vec<u64>> {
+        self.runner.dots(cases)
     }
     /// A product 2^e as (a, b) codes, both normal: the pair with the largest a.
-    fn product_pow2(&self, e: i32) -> Option<(u64, u64)> {
+    pub fn product_pow2(&self, e: i32) -> Option<(u64, u64)> {
         let (_, an, ax) = exponents(self.ta);
         let (_, bn, bx) = exponents(self.tb);
         (an..=ax).rev().find_map(|x| {
@@ -141,20 +190,36 @@ impl Ctx<'_> {
                 .flatten()
         })
     }
-    fn neg(&self, t: ElemType, code: u64) -> Option<u64> {
+    /// A product 1.5·2^e as (a, b) codes: 1.5·2^x in A (one mantissa bit), the largest such
+    /// x, times 2^(e − x) in B.
+    pub fn product_1p5_pow2(&self, e: i32) -> Option<(u64, u64)> {
+        let (_, an, ax) = exponents(self.ta);
+        let (_, bn, bx) = exponents(self.tb);
+        (an..ax).rev().find_map(|x| {
+            let y = e - x;
+            if !(bn..=bx).contains(&y) {
+                return None;
+            }
+            Some((
+                self.code(self.ta, 1.5 * pow2(x))?,
+                self.code(self.tb, pow2(y))?,
+            ))
+        })
+    }
+    pub fn neg(&self, t: ElemType, code: u64) -> Option<u64> {
         self.code(t, -t.decode(code))
     }
-    fn zero_c(&self) -> u64 {
+    pub fn zero_c(&self) -> u64 {
         self.code(self.tc, 0.0).expect("zero")
     }
 }
 
-fn hex(bits: u64, t: ElemType) -> String {
+pub fn hex(bits: u64, t: ElemType) -> String {
     let digits = (t.value_bits() as usize).div_ceil(4);
     format!("0x{bits:0digits$x}")
 }
 
-fn fmt_value(x: f64) -> String {
+pub fn fmt_value(x: f64) -> String {
     if x != 0.0 && x.is_finite() && x.abs() == pow2(x.abs().log2().round() as i32) {
         format!(
             "{}2^{}",
@@ -166,17 +231,14 @@ fn fmt_value(x: f64) -> String {
     }
 }
 
-/// Measure everything for one variant.
+/// Measure everything for one mma.sync variant.
 pub fn measure(backend: &dyn Backend, v: &Variant, layout: &Layout) -> Result<Numerics> {
-    let ctx = Ctx {
-        backend,
-        v,
-        layout,
-        ta: v.fragment(Operand::A).elem,
-        tb: v.fragment(Operand::B).elem,
-        tc: v.fragment(Operand::C).elem,
-        td: v.fragment(Operand::D).elem,
-    };
+    measure_with(&MmaDots { backend, v, layout })
+}
+
+/// Measure everything through any runner: every finding of [`Numerics`].
+pub fn measure_with(runner: &dyn DotRunner) -> Result<Numerics> {
+    let ctx = Ctx::new(runner);
     if !ctx.ta.is_float() {
         return integer(&ctx);
     }
@@ -308,22 +370,16 @@ fn rounding(ctx: &Ctx, out: &mut Numerics) -> Result<()> {
         None => p_d,
     };
     let (_, _, dmax) = exponents(ctx.td);
-    let (_, an, ax) = exponents(ctx.ta);
-    let (_, bn, bx) = exponents(ctx.tb);
+    let (_, _, ax) = exponents(ctx.ta);
+    let (_, _, bx) = exponents(ctx.tb);
     let e = (ax + bx).min(dmax - 1);
     let es = e - bits - 1;
     let Some((ba, bb)) = ctx.product_pow2(e) else {
         return Ok(());
     };
-    // 1.5·2^x in A (needs one mantissa bit) times 2^(es − x) in B.
-    let small = (an..ax).rev().find_map(|x| {
-        let y = es - x;
-        if !(bn..=bx).contains(&y) {
-            return None;
-        }
-        Some((ctx.code(ctx.ta, 1.5 * pow2(x))?, ctx.code(ctx.tb, pow2(y))?))
-    });
-    let Some((sa, sb)) = small else { return Ok(()) };
+    let Some((sa, sb)) = ctx.product_1p5_pow2(es) else {
+        return Ok(());
+    };
     let neg = |c: u64| ctx.neg(ctx.ta, c);
     let (Some(nba), Some(nsa)) = (neg(ba), neg(sa)) else {
         return Ok(());
@@ -378,7 +434,7 @@ fn fmt_value_full(x: f64) -> String {
 ///   2^E and dropped: D = 2^E. In different groups both partial sums are exact and their sum
 ///   2^E + 2^(E−F−1) fits D: that is what D shows.
 fn group(ctx: &Ctx, out: &mut Numerics) -> Result<()> {
-    let k = ctx.v.shape.k as usize;
+    let k = ctx.k();
     let Some(f) = out.fraction_bits_after_alignment.map(|f| f as i32) else {
         return Ok(());
     };
@@ -484,14 +540,19 @@ fn group(ctx: &Ctx, out: &mut Numerics) -> Result<()> {
         name: "terms_per_rounding".into(),
         result: members.len().to_string(),
         experiment: format!("{experiment}, for j = 1..{}", k - 1),
-        observed: if odd.is_empty() {
-            format!("k summed in one group with k = 0: {members:?}")
-        } else {
-            format!("k summed with k = 0: {members:?}; unexplained D at (j, D) = {odd:?}")
-        },
+        observed: group_observed(&members, &odd),
     });
     out.rounding_group = Some(members);
     Ok(())
+}
+
+/// What a group experiment saw: the k summed with k = 0, and any D no design explains.
+pub fn group_observed(members: &[u32], odd: &[(usize, f64)]) -> String {
+    if odd.is_empty() {
+        format!("k summed in one group with k = 0: {members:?}")
+    } else {
+        format!("k summed with k = 0: {members:?}; unexplained D at (j, D) = {odd:?}")
+    }
 }
 
 /// Subnormal inputs: the smallest subnormal of A times a power of two of B that lands the
@@ -655,11 +716,7 @@ fn integer(ctx: &Ctx) -> Result<Numerics> {
     };
     let one_a = ctx.code(ctx.ta, 1.0).expect("1");
     // XOR counts differing bits: a 1 against a 0 adds one.
-    let b_bit = if ctx.v.bitop == Some(crate::isa::BitOp::Xor) {
-        0.0
-    } else {
-        1.0
-    };
+    let b_bit = if ctx.runner.xor() { 0.0 } else { 1.0 };
     let one_b = ctx.code(ctx.tb, b_bit).expect("0 and 1 are exact");
     let max_c = ctx.code(ctx.tc, i32::MAX as f64).expect("max");
     let d = ctx.dots(&[(vec![(0, one_a, one_b)], max_c)])?[0];

@@ -3,9 +3,11 @@
 //!
 //! Arithmetic: operands are decoded exactly, D = C·[scale-d] + A·B is formed exactly in f64 and
 //! rounded once to the D type (to nearest even; s32 wraps, or saturates with `.satfinite`).
-//! Tests replace the register layouts or the XOR pattern a swizzle mode applies, to check that
-//! the probes recover what they were not told.
+//! Tests replace the register layouts, the XOR pattern a swizzle mode applies, or the float
+//! accumulation (`arith::Accumulation`), to check that the probes recover what they were not
+//! told.
 
+use super::arith::Accumulation;
 use super::backend::{Batch, Launch, WgBackend};
 use super::desc::Swizzle;
 use super::model::{a_reg_coord, d_coord, element_bit_addr, gemm, round_d};
@@ -25,6 +27,8 @@ pub struct Overrides {
 pub struct WgEmulator {
     info: DeviceInfo,
     overrides: Overrides,
+    /// How float variants accumulate (None: exact, one rounding to nearest).
+    accumulation: Option<Accumulation>,
 }
 
 impl Default for WgEmulator {
@@ -43,7 +47,16 @@ impl WgEmulator {
                 driver: None,
             },
             overrides: Overrides::default(),
+            accumulation: None,
         }
+    }
+
+    /// Emulate float variants with `acc` instead of the exact sum (tests of the numerics).
+    pub fn with_accumulation(acc: Accumulation) -> Self {
+        let mut e = Self::new();
+        e.info.name = "fp4probe emulator (custom wgmma accumulation)".into();
+        e.accumulation = Some(acc);
+        e
     }
 
     /// Emulate with replaced layouts (tests of the inference).
@@ -159,11 +172,17 @@ impl WgBackend for WgEmulator {
                         super::model::decode_d(v.d, fd.extract(words, reg, el));
                 }
             }
-            let d = gemm(v, &a, &b, &c);
+            let d: Vec<u64> = match self.accumulation.filter(|_| v.d.is_float()) {
+                Some(acc) => acc.gemm_bits(v, &a, &b, &c),
+                None => gemm(v, &a, &b, &c)
+                    .into_iter()
+                    .map(|x| round_d(v, x))
+                    .collect(),
+            };
             let dwords = &mut out[e * t * dw..(e + 1) * t * dw];
             for (i, &(r, col)) in d_map.iter().enumerate() {
                 let (th, reg, el) = fd.slot(i);
-                let bits = round_d(v, d[r as usize * n + col as usize]);
+                let bits = d[r as usize * n + col as usize];
                 fd.insert(
                     &mut dwords[th as usize * dw..(th as usize + 1) * dw],
                     reg,

@@ -6,6 +6,7 @@
 //! through descriptors) or `...rs` (A from registers). The sparse forms start with `sp.`:
 //! `sp.m64n256k32.f32.bf16.bf16.ss`. File names use the id as it is.
 
+pub mod arith;
 pub mod backend;
 pub mod bench;
 pub mod catalog;
@@ -15,8 +16,10 @@ pub mod grid;
 pub mod kernel;
 pub mod map;
 pub mod model;
+pub mod numerics;
 pub mod probe;
 pub mod rejected;
+pub mod sass;
 pub mod smem;
 #[cfg(test)]
 pub(crate) mod testing;
