@@ -27,8 +27,11 @@ use std::path::PathBuf;
 
 mod common;
 
+#[path = "support/cxx.rs"]
+mod cxx_support;
 #[path = "support/nvrtc.rs"]
 mod nvrtc_support;
+use cxx_support::run_cxx;
 use nvrtc_support::nvrtc_or_skip;
 
 fn root() -> PathBuf {
@@ -301,34 +304,11 @@ fn cxx_forms_descriptors_and_tables_match_the_measurements() {
     // Without __CUDACC__ the headers are host constexpr code (their static_asserts run in the
     // host compiler). Needs a C++17 compiler ($CXX, else c++); skipped without one.
     let test = "cxx_forms_descriptors_and_tables_match_the_measurements";
-    let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
     let studies = studies();
     let dir = common::tmpdir("codegen_wgmma", "cxx");
-    let main = dir.join("main.cpp");
-    std::fs::write(&main, cxx_program(&studies)).unwrap();
-    let exe = dir.join("main");
-    let out = std::process::Command::new(&cxx)
-        .args(["-std=c++17", "-O1", "-Wall", "-Wextra", "-Werror", "-I"])
-        .arg(root().join("kernels"))
-        .arg(&main)
-        .arg("-o")
-        .arg(&exe)
-        .output();
-    let out = match out {
-        Ok(o) => o,
-        Err(e) => {
-            eprintln!("{test}: skipped: cannot run {cxx}: {e}");
-            return;
-        }
+    let Some(text) = run_cxx(test, &cxx_program(&studies), &root().join("kernels"), &dir) else {
+        return;
     };
-    assert!(
-        out.status.success(),
-        "{cxx} rejected the wgmma headers:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let run = std::process::Command::new(&exe).output().unwrap();
-    assert!(run.status.success());
-    let text = String::from_utf8(run.stdout).unwrap();
     let mut lines = text.lines();
     for (path, m) in &studies {
         let f = form_of(m);
