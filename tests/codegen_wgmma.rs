@@ -444,3 +444,16 @@ fn headers_and_the_wgmma_round_trip_compile_for_sm_90a_and_assemble() {
         Err(e) => panic!("{test}: {e}"),
     }
 }
+
+#[test]
+fn verify_without_a_gpu_says_skipped() {
+    if fp4probe::device::cuda::CudaBackend::open().is_ok() {
+        eprintln!("verify_without_a_gpu_says_skipped: a GPU is here; nothing to check");
+        return;
+    }
+    let o = common::fp4probe(&["codegen", "--verify"]);
+    assert_eq!(o.status.code(), Some(2), "{}", common::text(&o));
+    let t = common::text(&o);
+    assert!(t.contains("codegen --verify: skipped:"), "{t}");
+    assert!(!t.contains("panicked"), "{t}");
+}

@@ -656,6 +656,27 @@ mod tests {
     }
 
     #[test]
+    fn a_warpgroup_fits_over_128_lanes() {
+        // The documented wgmma accumulator of m64n16 f32 (128 threads, 8 registers each).
+        let v = crate::wgmma::find("m64n16k16.f32.bf16.bf16.rs").unwrap();
+        let f = v.d_frag();
+        let map: Vec<Coord> = (0..f.slots())
+            .map(|i| {
+                let (row, col) = crate::wgmma::model::d_coord(&f, i);
+                Coord { row, col }
+            })
+            .collect();
+        let space = SlotSpace {
+            regs: f.regs,
+            elems_per_reg: f.elems_per_reg,
+        };
+        let cf = fit_slots(Operand::D, space, 128, (f.rows, f.cols), &map);
+        assert_eq!(cf.row.as_deref(), Some("g%8 + 16·(g/8) + 8·((reg/2)%2)"));
+        assert_eq!(cf.col.as_deref(), Some("2·t + reg%2 + 8·(reg/4)"));
+        assert_eq!(cf.bit_weights.unwrap().bits.len(), 3 + 7);
+    }
+
+    #[test]
     fn non_power_of_two_slot_spaces_have_no_closed_form() {
         let mut v = find("m16n8k16.f32.f16.f16.f32").unwrap();
         v.shape = Shape { m: 16, n: 8, k: 12 };

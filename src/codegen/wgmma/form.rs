@@ -362,3 +362,67 @@ pub fn field_meaning(form: &SmemForm, lbo: bool) -> String {
         format!("{name}: {}", uses.join(", "))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn point(lbo: u32, sbo: u32, w: &[((Axis, u32), i64)]) -> Point {
+        (lbo, sbo, w.iter().copied().collect())
+    }
+
+    #[test]
+    fn weights_split_into_constants_lbo_and_sbo() {
+        // 16·(mn%8) + SBO·(mn/8) + 2·(k%8) + LBO·(k/8), in bits, at the sweep's three points:
+        // packed (128, 256), LBO×2 with SBO×4 (256, 1024), SBO×2 (128, 512).
+        let at = |lbo: i64, sbo: i64| {
+            vec![
+                ((Axis::Mn, 0), 128),
+                ((Axis::Mn, 3), 8 * sbo),
+                ((Axis::Mn, 4), 16 * sbo),
+                ((Axis::K, 0), 16),
+                ((Axis::K, 3), 8 * lbo),
+            ]
+        };
+        let pts = [
+            point(128, 256, &at(128, 256)),
+            point(256, 1024, &at(256, 1024)),
+            point(128, 512, &at(128, 512)),
+        ];
+        let (lin, l, s) = solve(&pts).unwrap();
+        assert!(l && s);
+        assert_eq!(lin[&(Axis::Mn, 0)], (128, 0, 0));
+        assert_eq!(lin[&(Axis::Mn, 4)], (0, 0, 16));
+        assert_eq!(lin[&(Axis::K, 3)], (0, 8, 0));
+        let t = terms(&lin);
+        assert_eq!(t.len(), 4);
+        // The highest run of each axis is unbounded; the others keep their width.
+        assert_eq!(
+            (t[0].axis, t[0].lo, t[0].len, t[0].c),
+            (Axis::Mn, 0, 1, 128)
+        );
+        assert_eq!(
+            (t[1].axis, t[1].lo, t[1].len, t[1].sbo),
+            (Axis::Mn, 3, 0, 8)
+        );
+        assert_eq!((t[3].axis, t[3].lo, t[3].len, t[3].lbo), (Axis::K, 3, 0, 8));
+    }
+
+    #[test]
+    fn a_field_no_point_changes_stays_unknown() {
+        let pts = [
+            point(1024, 128, &[((Axis::Mn, 3), 1024), ((Axis::K, 3), 8192)]),
+            point(2048, 128, &[((Axis::Mn, 3), 1024), ((Axis::K, 3), 16384)]),
+        ];
+        let (lin, l, s) = solve(&pts).unwrap();
+        assert!(l && !s);
+        assert_eq!(lin[&(Axis::K, 3)], (0, 8, 0));
+        assert_eq!(lin[&(Axis::Mn, 3)], (1024, 0, 0));
+        // A point that fits no c + l·LBO + s·SBO is refused.
+        let bad = [
+            point(128, 256, &[((Axis::K, 3), 1024)]),
+            point(256, 256, &[((Axis::K, 3), 1024 + 4)]),
+        ];
+        assert!(solve(&bad).is_err());
+    }
+}

@@ -31,7 +31,7 @@ use crate::isa::{Fragment, Operand};
 use crate::layout::fit::fit_slots;
 use crate::layout::{Coord, SlotSpace};
 use crate::wgmma::map::{LANEMAP_SCHEMA, RegMap, SMEM_SCHEMA, Status, WgLaneMap, WgSmemMap};
-use crate::wgmma::{ASource, M, RegFrag, THREADS, WgVariant, find};
+use crate::wgmma::{ASource, RegFrag, THREADS, WgVariant, find};
 use anyhow::{Context, Result, bail};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -90,10 +90,9 @@ impl Table {
 pub enum Part {
     /// A measured table (its key).
     Table(String),
-    /// No table of this family: the closed form every table of the same type has, with the
-    /// keys of those tables, and the operand geometry of this family.
+    /// No table of this family: the closed form every table of the same type has (in
+    /// `data`, with this family's operand geometry), and the keys of those tables.
     ClosedForm {
-        form: (Formula, Formula),
         from: Vec<String>,
         data: Box<OperandData>,
     },
@@ -328,10 +327,8 @@ pub fn select(opts: &Options, notes: &mut Vec<String>) -> Result<Sources> {
     let mut studies: BTreeMap<String, form::Derived> = BTreeMap::new();
     for dir in &opts.wgmma_dirs {
         let abs = opts.resolve(dir);
-        let Ok(entries) = std::fs::read_dir(&abs) else {
-            notes.push(format!("no wgmma map folder {}", opts.display(&abs)));
-            continue;
-        };
+        let entries = std::fs::read_dir(&abs)
+            .with_context(|| format!("cannot read wgmma map folder {}", abs.display()))?;
         let mut files: Vec<PathBuf> = entries
             .filter_map(|e| e.ok().map(|e| e.path()))
             .filter(|p| p.extension().is_some_and(|x| x == "json"))
@@ -419,11 +416,15 @@ pub fn select(opts: &Options, notes: &mut Vec<String>) -> Result<Sources> {
         let d = if d_tables.contains_key(&d_key(&ss)) {
             Part::Table(d_key(&ss))
         } else {
-            let (r, c, from) = shared_form(&d_tables, &format!("d.{}.", ss.d))?;
-            Part::ClosedForm {
-                form: (r.clone(), c.clone()),
-                from,
-                data: Box::new(geometry(Operand::D, &ss.d_frag(), (r, c))),
+            match shared_form(&d_tables, &format!("d.{}.", ss.d)) {
+                Ok((r, c, from)) => Part::ClosedForm {
+                    from,
+                    data: Box::new(geometry(Operand::D, &ss.d_frag(), (r, c))),
+                },
+                Err(e) => {
+                    notes.push(format!("no header for {stem}: {e:#}"));
+                    continue;
+                }
             }
         };
         let a = rs.as_ref().and_then(|rs| {
@@ -479,9 +480,4 @@ pub fn render(s: &Sources, opts: &Options, out_dir: &std::path::Path) -> Result<
     let rust_path = opts.resolve(&opts.rust_path).with_file_name(RUST_FILE);
     push(rust_path, rust::module(s, &opts.command)?);
     Ok(files)
-}
-
-/// The m64 × K A tile and K × N B tile of `v` as (rows, cols) of (mn, k).
-pub fn tiles(v: &WgVariant) -> ((u32, u32), (u32, u32)) {
-    ((M, v.a_k()), (v.n, v.k))
 }
