@@ -61,7 +61,7 @@ FP4PROBE_HD constexpr Coord d_coord(int lane, int reg, int elem) {
   return d_coord_formula(lane, reg, elem);
 }
 
-// A (from registers): the table of a.bf16.k16.cuh (m64n16k16.f32.bf16.bf16.rs).
+// A (from registers): the table of a.bf16.k16.cuh, measured by m64n16k16.f32.bf16.bf16.rs.
 using ::fp4probe::wgmma::a_bf16_k16::kA_rows;
 using ::fp4probe::wgmma::a_bf16_k16::kA_cols;
 using ::fp4probe::wgmma::a_bf16_k16::kA_regs;

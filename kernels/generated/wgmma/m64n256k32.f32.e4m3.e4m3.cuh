@@ -61,7 +61,8 @@ FP4PROBE_HD constexpr Coord d_coord(int lane, int reg, int elem) {
   return d_coord_formula(lane, reg, elem);
 }
 
-// A (from registers): the table of a.e4m3.k32.cuh (m64n16k32.f16.e4m3.e4m3.rs, m64n16k32.f16.e4m3.e5m2.rs, m64n16k32.f32.e4m3.e4m3.rs, m64n16k32.f32.e4m3.e5m2.rs).
+// A (from registers): the table of a.e4m3.k32.cuh, measured by m64n16k32.f16.e4m3.e4m3.rs,
+// m64n16k32.f16.e4m3.e5m2.rs, m64n16k32.f32.e4m3.e4m3.rs, m64n16k32.f32.e4m3.e5m2.rs.
 using ::fp4probe::wgmma::a_e4m3_k32::kA_rows;
 using ::fp4probe::wgmma::a_e4m3_k32::kA_cols;
 using ::fp4probe::wgmma::a_e4m3_k32::kA_regs;

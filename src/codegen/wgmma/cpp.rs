@@ -17,7 +17,7 @@ use anyhow::{Context, Result};
 use std::fmt::Write;
 
 fn head(s: &mut String, from: &str, command: &str) {
-    let _ = writeln!(s, "// {MARKER} from {from}. Do not edit.");
+    *s += &wrap(&format!("{MARKER} from {from}. Do not edit."), "// ", 100);
     *s += &regenerate_line(command);
 }
 
@@ -413,11 +413,14 @@ fn family_part(s: &mut String, part: &Part, tables: &[Table], what: &str) -> Res
                 .iter()
                 .find(|t| &t.key == key)
                 .with_context(|| format!("no table {key}"))?;
-            let _ = writeln!(
-                s,
-                "// {what}: the table of {} ({}).",
-                t.header_name(),
-                t.variants.join(", ")
+            *s += &wrap(
+                &format!(
+                    "{what}: the table of {}, measured by {}.",
+                    t.header_name(),
+                    t.variants.join(", ")
+                ),
+                "// ",
+                100,
             );
             for n in table_names(&t.data) {
                 let _ = writeln!(s, "using ::fp4probe::wgmma::{}::{n};", t.namespace());
