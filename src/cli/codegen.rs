@@ -1,7 +1,9 @@
 //! `fp4probe codegen`: write the lane tables as CUDA headers and a Rust module, check that the
 //! committed ones are current, or run the tile round trip on the GPU.
 
+use crate::codegen::wgmma::DEFAULT_WGMMA_DIRS;
 use crate::codegen::{self, DEFAULT_MAP_DIRS, DEFAULT_OUT_DIR, DEFAULT_RUST_PATH, Options};
+use crate::device::cuda::CudaBackend;
 use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -17,6 +19,10 @@ pub struct Args {
     /// one backend, the earlier folder. [default: reports/sm_90 reports/emulator, in --root]
     #[arg(long, num_args = 1.., value_name = "DIR")]
     pub maps: Vec<PathBuf>,
+    /// wgmma map folders: lane maps and shared-memory studies (hardware maps only).
+    /// [default: reports/sm_90/wgmma, in --root]
+    #[arg(long, num_args = 1.., value_name = "DIR")]
+    pub wgmma_maps: Vec<PathBuf>,
     /// Header folder. [default: kernels/generated, in --root]
     #[arg(short, long, value_name = "DIR")]
     pub output: Option<PathBuf>,
@@ -32,8 +38,12 @@ pub struct Args {
     #[arg(long, conflicts_with = "check")]
     pub force: bool,
     /// Compile kernels/tile_roundtrip.cu with NVRTC for this GPU, move random tiles through the
-    /// generated tables and one mma.sync, and compare D with the CPU GEMM bit for bit. The
-    /// sources are the ones built into this binary, or $FP4PROBE_KERNELS (a kernels/ folder).
+    /// generated tables and one mma.sync, and compare D with the CPU GEMM bit for bit; on an
+    /// sm_90 GPU also kernels/wgmma_roundtrip.cu: tiles into shared memory through the
+    /// generated offset functions and descriptor builder, one wgmma per swizzle mode and
+    /// major-ness, D out through the generated tables. The sources are the ones built into this
+    /// binary, or $FP4PROBE_KERNELS (a kernels/ folder). Without a GPU it says skipped and
+    /// exits 2.
     #[arg(long)]
     pub verify: bool,
     /// Seed of the --verify inputs.
@@ -46,6 +56,7 @@ pub struct Args {
 struct Paths {
     root: PathBuf,
     maps: Vec<PathBuf>,
+    wgmma_maps: Vec<PathBuf>,
     output: PathBuf,
     rust: PathBuf,
 }
@@ -76,6 +87,11 @@ impl Paths {
         } else {
             a.maps.iter().map(|p| given(p)).collect()
         };
+        let wgmma_maps = if a.wgmma_maps.is_empty() {
+            DEFAULT_WGMMA_DIRS.iter().map(|d| root.join(d)).collect()
+        } else {
+            a.wgmma_maps.iter().map(|p| given(p)).collect()
+        };
         let output = a
             .output
             .as_deref()
@@ -87,6 +103,7 @@ impl Paths {
         Ok(Paths {
             root,
             maps,
+            wgmma_maps,
             output,
             rust,
         })
@@ -102,6 +119,16 @@ impl Paths {
         if self.maps != default_maps {
             s += " --maps";
             for m in &a.maps {
+                s += &format!(" {}", m.display());
+            }
+        }
+        let default_wgmma: Vec<PathBuf> = DEFAULT_WGMMA_DIRS
+            .iter()
+            .map(|d| self.root.join(d))
+            .collect();
+        if self.wgmma_maps != default_wgmma {
+            s += " --wgmma-maps";
+            for m in &a.wgmma_maps {
                 s += &format!(" {}", m.display());
             }
         }
@@ -121,10 +148,27 @@ impl Paths {
 
 pub fn run(a: Args) -> Result<ExitCode> {
     if a.verify {
+        let gpu = match CudaBackend::open() {
+            Ok(g) => g,
+            Err(e) => {
+                eprintln!(
+                    "codegen --verify: skipped: the tile round trips need an NVIDIA GPU: {e:#}"
+                );
+                return Ok(ExitCode::from(2));
+            }
+        };
         let tree = crate::kernels::tree()?;
-        let report = codegen::verify::run_on_gpu(tree.path(), a.seed)?;
+        let report = codegen::verify::run_on_gpu(&gpu, tree.path(), a.seed)?;
         println!("{report}");
-        if !report.passed() {
+        let mut passed = report.passed();
+        match codegen::wgmma::verify::run_on_gpu(&gpu, tree.path(), a.seed) {
+            Ok(wg) => {
+                println!("{wg}");
+                passed &= wg.passed();
+            }
+            Err(e) => println!("wgmma round trip: skipped: {e:#}"),
+        }
+        if !passed {
             return Ok(ExitCode::from(1));
         }
         if !a.check {
@@ -138,6 +182,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         map_dirs: paths.maps,
         out_dir: paths.output,
         rust_path: paths.rust,
+        wgmma_dirs: paths.wgmma_maps,
     };
     let g = codegen::generate(&opts)?;
     for n in &g.notes {
@@ -145,9 +190,13 @@ pub fn run(a: Args) -> Result<ExitCode> {
     }
     let hw = g.sources.iter().filter(|s| s.hardware()).count();
     let summary = format!(
-        "{} variants ({hw} hardware maps, {} emulator maps), {} files",
+        "{} variants ({hw} hardware maps, {} emulator maps); wgmma: {} lane maps, {} \
+         shared-memory studies, {} families; {} files",
         g.sources.len(),
         g.sources.len() - hw,
+        g.wgmma.lane_maps.len(),
+        g.wgmma.smem.len(),
+        g.wgmma.families.len(),
         g.files.len()
     );
     if a.check {

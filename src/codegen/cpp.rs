@@ -2,6 +2,7 @@
 //! `fp4probe_layouts.cuh`. Plain C++17 as well as CUDA: without `__CUDACC__` the tables and
 //! functions are ordinary `constexpr` host code and the `mma` wrappers are left out.
 
+use super::formula::Formula;
 use super::{COMMON_HEADER, MARKER, OperandData, Source, operand_data};
 use crate::device::BackendKind;
 use crate::isa::Operand;
@@ -9,7 +10,7 @@ use crate::probe::scale::ScaleOperand;
 use anyhow::Result;
 use std::fmt::Write;
 
-fn regenerate_line(command: &str) -> String {
+pub(super) fn regenerate_line(command: &str) -> String {
     format!(
         "// Regenerate with `{command}`; `fp4probe codegen --check` fails while this file is stale.\n"
     )
@@ -147,7 +148,7 @@ pub fn umbrella_header(sources: &[Source], command: &str) -> String {
 }
 
 /// Wrap `text` after words to lines of at most `width` characters, each starting with `prefix`.
-fn wrap(text: &str, prefix: &str, width: usize) -> String {
+pub(super) fn wrap(text: &str, prefix: &str, width: usize) -> String {
     let mut out = String::new();
     let mut line = String::from(prefix);
     for w in text.split_whitespace() {
@@ -176,7 +177,7 @@ fn backend_words(src: &Source) -> &'static str {
 }
 
 /// Smallest unsigned type holding every value.
-fn int_type(values: &[u32]) -> &'static str {
+pub(super) fn int_type(values: &[u32]) -> &'static str {
     match values.iter().copied().max().unwrap_or(0) {
         0..=255 => "unsigned char",
         256..=65535 => "unsigned short",
@@ -184,14 +185,14 @@ fn int_type(values: &[u32]) -> &'static str {
     }
 }
 
-fn join(xs: impl IntoIterator<Item = u32>) -> String {
+pub(super) fn join(xs: impl IntoIterator<Item = u32>) -> String {
     xs.into_iter()
         .map(|x| x.to_string())
         .collect::<Vec<_>>()
         .join(", ")
 }
 
-fn lower(op: Operand) -> String {
+pub(super) fn lower(op: Operand) -> String {
     op.name().to_ascii_lowercase()
 }
 
@@ -207,16 +208,29 @@ fn constraint(reg_bits: u32) -> &'static str {
     if reg_bits == 64 { "l" } else { "r" }
 }
 
-/// One operand's constants, tables, functions and compile-time checks.
-fn operand_section(s: &mut String, od: &OperandData) {
-    let n = od.name();
-    let l = lower(od.op);
-    let f = &od.frag;
-    let (rn, cn) = match od.op {
+/// Names of an operand's (row, col): A is (m, k), B (k, n), C and D (m, n).
+pub(super) fn coord_names(op: Operand) -> (&'static str, &'static str) {
+    match op {
         Operand::A => ("m", "k"),
         Operand::B => ("k", "n"),
         _ => ("m", "n"),
-    };
+    }
+}
+
+/// One operand's constants, tables, functions and compile-time checks.
+pub(super) fn operand_section(s: &mut String, od: &OperandData) {
+    operand_head(s, od);
+    operand_tables(s, od);
+    closed_form_functions(s, od.op, &od.closed_form);
+    operand_checks(s, od);
+}
+
+/// An operand's description, constants, element type and CuTe layout.
+pub(super) fn operand_head(s: &mut String, od: &OperandData) {
+    let n = od.name();
+    let l = lower(od.op);
+    let f = &od.frag;
+    let (rn, cn) = coord_names(od.op);
     let _ = writeln!(
         s,
         "// ---- {n}: {rows} x {cols} ({rn} x {cn}), {elem} in {cb}-bit containers (value bits {vs}..{hi}),\n//      {regs} register(s) of {rb} bits per lane, {epr} element(s) per register",
@@ -239,7 +253,7 @@ fn operand_section(s: &mut String, od: &OperandData) {
         ("container_bits", f.container_bits),
         ("value_bits", od.value_bits),
         ("value_shift", od.value_shift),
-        ("slots", od.slots() as u32),
+        ("slots", od.lanes * f.regs * od.elems_per_reg),
     ];
     let items: Vec<String> = consts
         .iter()
@@ -262,16 +276,25 @@ fn operand_section(s: &mut String, od: &OperandData) {
             }
         );
     }
+}
+
+/// An operand's slot tables, their inverse, and the lookup functions.
+fn operand_tables(s: &mut String, od: &OperandData) {
+    let n = od.name();
+    let l = lower(od.op);
+    let f = &od.frag;
+    let (rn, cn) = coord_names(od.op);
+    let lanes = od.lanes;
     // Forward tables, one line per lane.
     let (regs, epr) = (f.regs as usize, od.elems_per_reg as usize);
     for (what, vals) in [("row", &od.row), ("col", &od.col)] {
         let coord = if what == "row" { rn } else { cn };
         let _ = writeln!(
             s,
-            "// Slot (lane, reg, elem) -> {what} ({coord}).\ntemplate <int = 0>\nFP4PROBE_TABLE {} k{n}_{what}[32][{regs}][{epr}] = {{",
+            "// Slot (lane, reg, elem) -> {what} ({coord}).\ntemplate <int = 0>\nFP4PROBE_TABLE {} k{n}_{what}[{lanes}][{regs}][{epr}] = {{",
             int_type(vals)
         );
-        for lane in 0..32 {
+        for lane in 0..lanes as usize {
             let regs_text: Vec<String> = (0..regs)
                 .map(|r| {
                     let base = (lane * regs + r) * epr;
@@ -307,7 +330,18 @@ fn operand_section(s: &mut String, od: &OperandData) {
         s,
         "// The slot that holds element ({rn}, {cn}).\ntemplate <int = 0>\nFP4PROBE_HD constexpr Slot {l}_slot(int {rn}, int {cn}) {{\n  const int index = k{n}_slot<>[{rn}][{cn}];\n  return slot_of_index(index, k{n}_regs, k{n}_elems_per_reg);\n}}"
     );
-    match &od.closed_form {
+}
+
+/// The closed form as `constexpr` functions `x_row_formula`, `x_col_formula` and
+/// `x_coord_formula`, or a comment saying why there is none.
+pub(super) fn closed_form_functions(
+    s: &mut String,
+    op: Operand,
+    closed_form: &std::result::Result<(Formula, Formula), String>,
+) {
+    let l = lower(op);
+    let (rn, cn) = coord_names(op);
+    match closed_form {
         Ok((row, col)) => {
             let _ = writeln!(
                 s,
@@ -356,6 +390,13 @@ fn operand_section(s: &mut String, od: &OperandData) {
             let _ = writeln!(s, "// No closed form: {why}.");
         }
     }
+}
+
+/// The compile-time check that the tables invert each other and agree with the closed form.
+fn operand_checks(s: &mut String, od: &OperandData) {
+    let n = od.name();
+    let l = lower(od.op);
+    let lanes = od.lanes;
     // Compile-time checks.
     let formula_check = if od.closed_form.is_ok() {
         format!(
@@ -372,7 +413,7 @@ fn operand_section(s: &mut String, od: &OperandData) {
 // templates only there.)
 template <int = 0>
 FP4PROBE_HD constexpr bool {l}_tables_agree() {{
-  for (int lane = 0; lane < 32; ++lane)
+  for (int lane = 0; lane < {lanes}; ++lane)
     for (int reg = 0; reg < k{n}_regs; ++reg)
       for (int elem = 0; elem < k{n}_elems_per_reg; ++elem) {{
         const int r = k{n}_row<>[lane][reg][elem], c = k{n}_col<>[lane][reg][elem];

@@ -25,6 +25,7 @@ pub mod nvrtc;
 pub mod rust;
 pub mod tables;
 pub mod verify;
+pub mod wgmma;
 
 use crate::device::BackendKind;
 use crate::isa::{Fragment, Operand, Variant};
@@ -108,6 +109,8 @@ pub struct Options {
     pub map_dirs: Vec<PathBuf>,
     pub out_dir: PathBuf,
     pub rust_path: PathBuf,
+    /// wgmma map folders (lane maps and shared-memory studies).
+    pub wgmma_dirs: Vec<PathBuf>,
     /// The command line as the headers state it (`fp4probe codegen` plus non-default options).
     pub command: String,
 }
@@ -120,10 +123,14 @@ impl Options {
             map_dirs: DEFAULT_MAP_DIRS.iter().map(PathBuf::from).collect(),
             out_dir: PathBuf::from(DEFAULT_OUT_DIR),
             rust_path: PathBuf::from(DEFAULT_RUST_PATH),
+            wgmma_dirs: wgmma::DEFAULT_WGMMA_DIRS
+                .iter()
+                .map(PathBuf::from)
+                .collect(),
             command: "fp4probe codegen".into(),
         }
     }
-    fn resolve(&self, p: &Path) -> PathBuf {
+    pub(crate) fn resolve(&self, p: &Path) -> PathBuf {
         if p.is_absolute() {
             p.to_path_buf()
         } else {
@@ -131,7 +138,7 @@ impl Options {
         }
     }
     /// `p` relative to the root, `/`-separated (as given when it is outside the root).
-    fn display(&self, p: &Path) -> String {
+    pub(crate) fn display(&self, p: &Path) -> String {
         let Ok(rel) = p.strip_prefix(&self.root) else {
             return p.display().to_string();
         };
@@ -250,6 +257,8 @@ pub struct OutFile {
 #[derive(Clone, Debug)]
 pub struct Generated {
     pub sources: Vec<Source>,
+    /// The wgmma maps and what was made of them.
+    pub wgmma: wgmma::Sources,
     pub notes: Vec<String>,
     /// The header folder (resolved).
     pub out_dir: PathBuf,
@@ -259,7 +268,8 @@ pub struct Generated {
 
 /// Read the maps and render every file in memory.
 pub fn generate(opts: &Options) -> Result<Generated> {
-    let (sources, notes) = select_maps(opts)?;
+    let (sources, mut notes) = select_maps(opts)?;
+    let wg = wgmma::select(opts, &mut notes)?;
     let out_dir = opts.resolve(&opts.out_dir);
     let mut files = Vec::new();
     let mut push = |path: PathBuf, text: String| {
@@ -307,8 +317,10 @@ pub fn generate(opts: &Options) -> Result<Generated> {
         opts.resolve(&opts.rust_path),
         rust::module(&sources, &opts.command)?,
     );
+    files.extend(wgmma::render(&wg, opts, &out_dir)?);
     Ok(Generated {
         sources,
+        wgmma: wg,
         notes,
         out_dir,
         files,
@@ -405,10 +417,15 @@ pub fn check(g: &Generated, opts: &Options) -> Vec<Problem> {
 pub fn write(g: &Generated, opts: &Options, force: bool) -> Result<Vec<String>> {
     // The maps read are never outputs (`--rust` pointed at a map, say), and every file is
     // checked before the first is written.
-    let out = crate::outfile::Outputs::new(force).inputs(g.sources.iter().flat_map(|s| {
-        std::iter::once(opts.root.join(&s.path))
-            .chain(s.scale.iter().map(|sc| opts.root.join(&sc.path)))
-    }));
+    let out = crate::outfile::Outputs::new(force).inputs(
+        g.sources
+            .iter()
+            .flat_map(|s| {
+                std::iter::once(opts.root.join(&s.path))
+                    .chain(s.scale.iter().map(|sc| opts.root.join(&sc.path)))
+            })
+            .chain(g.wgmma.inputs.iter().cloned()),
+    );
     let ours = crate::outfile::Ours::marked(MARKER);
     let stale: Vec<&OutFile> = g
         .files
@@ -447,6 +464,8 @@ pub fn write(g: &Generated, opts: &Options, force: bool) -> Result<Vec<String>> 
 pub struct OperandData {
     pub op: Operand,
     pub frag: Fragment,
+    /// Lanes the slots span: 32 (a warp), or 128 (the threads of a wgmma warpgroup).
+    pub lanes: u32,
     pub elems_per_reg: u32,
     /// Bits of the value inside its container (`min(value bits, container bits)`).
     pub value_bits: u32,
@@ -504,6 +523,7 @@ pub fn operand_data(src: &Source) -> Result<Vec<OperandData>> {
             Ok(OperandData {
                 op,
                 frag,
+                lanes: 32,
                 elems_per_reg: space.elems_per_reg,
                 value_bits: frag.elem.value_bits().min(frag.container_bits),
                 value_shift: frag.value_shift(),
@@ -517,7 +537,7 @@ pub fn operand_data(src: &Source) -> Result<Vec<OperandData>> {
         .collect()
 }
 
-fn closed_form(
+pub(crate) fn closed_form(
     cf: &crate::layout::fit::ClosedForm,
     space: &SlotSpace,
     row: &[u32],

@@ -7,7 +7,7 @@ use anyhow::Result;
 use std::collections::HashMap;
 use std::fmt::Write;
 
-fn numbers(values: &[u32]) -> String {
+pub(super) fn numbers(values: &[u32]) -> String {
     let mut s = String::new();
     for chunk in values.chunks(24) {
         let line: Vec<String> = chunk.iter().map(|v| v.to_string()).collect();
@@ -30,6 +30,7 @@ pub fn module(sources: &[Source], command: &str) -> Result<String> {
         sources.len(),
         sources.len() - hw
     );
+    s += "#[rustfmt::skip]\npub mod wgmma;\n\n";
     s += "use crate::codegen::tables::{OperandTable, VariantTables};\nuse crate::isa::Operand;\n\n";
     let mut arrays: Vec<Vec<u32>> = Vec::new();
     let mut index: HashMap<Vec<u32>, usize> = HashMap::new();

@@ -63,7 +63,7 @@ pub fn compile_tile_kernel(kernels_dir: &Path, arch: &str, out: Output) -> Resul
 }
 
 /// splitmix64: deterministic, no dependency.
-struct Rng(u64);
+pub(crate) struct Rng(pub(crate) u64);
 
 impl Rng {
     fn next(&mut self) -> u64 {
@@ -73,7 +73,7 @@ impl Rng {
         z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
         z ^ (z >> 31)
     }
-    fn pick(&mut self, xs: &[f64]) -> f64 {
+    pub(crate) fn pick(&mut self, xs: &[f64]) -> f64 {
         xs[(self.next() % xs.len() as u64) as usize]
     }
 }
@@ -81,8 +81,13 @@ impl Rng {
 /// Values whose products and sums stay exact: each type's exact palette, and {-1, 0, 1} where
 /// D is f16 (so partial sums stay exact in f16 too).
 fn palette(v: &Variant, t: ElemType) -> Vec<f64> {
+    exact_values(v.d, t)
+}
+
+/// The values of `t` a tile with accumulator `d` is drawn from (see [`palette`]).
+pub(crate) fn exact_values(d: ElemType, t: ElemType) -> Vec<f64> {
     let base = t.exact_palette();
-    if v.d == ElemType::F16 {
+    if d == ElemType::F16 {
         base.iter()
             .copied()
             .filter(|x| [-1.0, 0.0, 1.0].contains(x))
@@ -154,7 +159,7 @@ pub fn expected_d(v: &Variant, t: &Tiles) -> Vec<u64> {
         .collect()
 }
 
-fn words(bits: &[u64]) -> Vec<u32> {
+pub(crate) fn words(bits: &[u64]) -> Vec<u32> {
     bits.iter()
         .flat_map(|&b| [b as u32, (b >> 32) as u32])
         .collect()
@@ -176,8 +181,56 @@ pub struct CaseResult {
 }
 
 impl CaseResult {
+    pub fn new(id: &str) -> Self {
+        CaseResult {
+            id: id.to_string(),
+            trials: 0,
+            compared: 0,
+            mismatches: Vec::new(),
+            mismatch_count: 0,
+            error: None,
+        }
+    }
+
     pub fn passed(&self) -> bool {
         self.error.is_none() && self.mismatch_count == 0 && self.compared > 0
+    }
+
+    /// Count one trial's D (row-major, `cols` wide) against the CPU's.
+    pub fn compare(&mut self, trial: usize, got: &[u64], want: &[u64], cols: usize) {
+        self.trials += 1;
+        for (i, (g, w)) in got.iter().zip(want).enumerate() {
+            self.compared += 1;
+            if g != w {
+                self.mismatch_count += 1;
+                if self.mismatches.len() < 8 {
+                    self.mismatches.push(format!(
+                        "trial {trial} ({}, {}): kernel {g:#x}, CPU {w:#x}",
+                        i / cols,
+                        i % cols
+                    ));
+                }
+            }
+        }
+    }
+
+    /// `PASS id: ...` or `FAIL id: ...` and the mismatches, one line each.
+    pub fn lines(&self) -> Vec<String> {
+        if let Some(e) = &self.error {
+            return vec![format!("FAIL {}: {e}", self.id)];
+        }
+        if self.passed() {
+            return vec![format!(
+                "PASS {}: D bit-exact against the CPU GEMM ({} trials, {} elements)",
+                self.id, self.trials, self.compared
+            )];
+        }
+        let mut out = vec![format!(
+            "FAIL {}: {} of {} D elements differ",
+            self.id, self.mismatch_count, self.compared
+        )];
+        out.extend(self.mismatches.iter().map(|m| format!("       {m}")));
+        out
     }
 }
 
@@ -204,23 +257,8 @@ impl std::fmt::Display for Report {
             self.device, self.arch, self.nvrtc
         )?;
         for c in &self.cases {
-            if let Some(e) = &c.error {
-                writeln!(f, "FAIL {}: {e}", c.id)?;
-            } else if c.passed() {
-                writeln!(
-                    f,
-                    "PASS {}: D bit-exact against the CPU GEMM ({} trials, {} elements)",
-                    c.id, c.trials, c.compared
-                )?;
-            } else {
-                writeln!(
-                    f,
-                    "FAIL {}: {} of {} D elements differ",
-                    c.id, c.mismatch_count, c.compared
-                )?;
-                for m in &c.mismatches {
-                    writeln!(f, "       {m}")?;
-                }
+            for l in c.lines() {
+                writeln!(f, "{l}")?;
             }
         }
         let passed = self.cases.iter().filter(|c| c.passed()).count();
@@ -234,14 +272,7 @@ fn run_case(
     id: &str,
     seed: u64,
 ) -> CaseResult {
-    let mut res = CaseResult {
-        id: id.to_string(),
-        trials: 0,
-        compared: 0,
-        mismatches: Vec::new(),
-        mismatch_count: 0,
-        error: None,
-    };
+    let mut res = CaseResult::new(id);
     let run = |res: &mut CaseResult| -> Result<()> {
         let v = find(id).with_context(|| format!("{id} is not in the catalog"))?;
         gpu.check_supported(&v)?;
@@ -266,20 +297,7 @@ fn run_case(
                 .chunks(2)
                 .map(|w| w[0] as u64 | (w[1] as u64) << 32)
                 .collect();
-            res.trials += 1;
-            for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-                res.compared += 1;
-                if g != w {
-                    res.mismatch_count += 1;
-                    if res.mismatches.len() < 8 {
-                        res.mismatches.push(format!(
-                            "trial {trial} ({}, {}): kernel {g:#x}, CPU {w:#x}",
-                            i / n,
-                            i % n
-                        ));
-                    }
-                }
-            }
+            res.compare(trial, &got, &want, n);
         }
         Ok(())
     };
@@ -289,10 +307,23 @@ fn run_case(
     res
 }
 
+/// `NVRTC 13.0 (/path/libnvrtc.so.13)`: the NVRTC this process loads.
+pub fn nvrtc_description() -> Result<String> {
+    let lib = nvrtc::load()?;
+    Ok(format!(
+        "NVRTC {}.{}{}",
+        lib.version.0,
+        lib.version.1,
+        lib.path
+            .as_ref()
+            .map(|p| format!(" ({})", p.display()))
+            .unwrap_or_default()
+    ))
+}
+
 /// Compile the tile kernel (from `kernels_dir`, as [`compile_tile_kernel`]) for the open device
 /// and run every case of [`RUN_CASES`].
-pub fn run_on_gpu(kernels_dir: &Path, seed: u64) -> Result<Report> {
-    let gpu = CudaBackend::open()?;
+pub fn run_on_gpu(gpu: &CudaBackend, kernels_dir: &Path, seed: u64) -> Result<Report> {
     let cc = gpu
         .info()
         .compute_capability
@@ -305,16 +336,7 @@ pub fn run_on_gpu(kernels_dir: &Path, seed: u64) -> Result<Report> {
             cc.1
         );
     }
-    let lib = nvrtc::load()?;
-    let nvrtc_desc = format!(
-        "NVRTC {}.{}{}",
-        lib.version.0,
-        lib.version.1,
-        lib.path
-            .as_ref()
-            .map(|p| format!(" ({})", p.display()))
-            .unwrap_or_default()
-    );
+    let nvrtc_desc = nvrtc_description()?;
     // A cubin for the device's real architecture: loads without a PTX JIT, so an NVRTC newer
     // than the driver (whose PTX the driver could not read) works too.
     let arch = format!("sm_{}{}", cc.0, cc.1);
@@ -322,7 +344,7 @@ pub fn run_on_gpu(kernels_dir: &Path, seed: u64) -> Result<Report> {
     let module = gpu.load_cubin_module(&compiled.image)?;
     let cases = RUN_CASES
         .iter()
-        .map(|id| run_case(&gpu, &module, id, seed))
+        .map(|id| run_case(gpu, &module, id, seed))
         .collect();
     Ok(Report {
         device: gpu.info().name.clone(),

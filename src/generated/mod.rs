@@ -5,6 +5,9 @@
 //! layout, not hardware-measured). The same tables as `kernels/generated/*.cuh`; look one up with
 //! `crate::codegen::tables::lookup`. Identical arrays are stored once.
 
+#[rustfmt::skip]
+pub mod wgmma;
+
 use crate::codegen::tables::{OperandTable, VariantTables};
 use crate::isa::Operand;
 

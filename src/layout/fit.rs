@@ -1,7 +1,8 @@
 //! Closed forms of a slot → (row, col) map, found by fitting rather than assumed.
 //!
 //! The slot index `(lane * regs + reg) * elems_per_reg + elem` is, bit by bit, the element bits
-//! `e0..` (low), then the register bits `reg0..`, then the lane bits `lane0..lane4`. A coordinate
+//! `e0..` (low), then the register bits `reg0..`, then the lane bits `lane0..` (`lane4` for the
+//! 32 lanes of a warp, `lane6` for the 128 threads of a wgmma warpgroup). A coordinate
 //! is *bit-linear* when it is the coordinate of slot 0 plus, for every set bit of the slot index,
 //! that bit's integer weight (the coordinate of the slot with only that bit set, minus that of
 //! slot 0). Every layout the PTX ISA documents is bit-linear; `fit` checks that claim for a
@@ -133,14 +134,15 @@ fn sub(name: &str, width: usize, a: usize, b: usize) -> String {
     }
 }
 
-/// Lane bits `a..b`: in terms of t (bits 0..2) or g (bits 2..5) where the run stays inside one.
-fn lane_sub(a: usize, b: usize) -> String {
+/// Lane bits `a..b` of `lane_bits`: in terms of t (bits 0..2) or g (bits 2..) where the run
+/// stays inside one.
+fn lane_sub(a: usize, b: usize, lane_bits: usize) -> String {
     if b <= 2 {
         sub("t", 2, a, b)
     } else if a >= 2 {
-        sub("g", 3, a - 2, b - 2)
+        sub("g", lane_bits - 2, a - 2, b - 2)
     } else {
-        sub("lane", 5, a, b)
+        sub("lane", lane_bits, a, b)
     }
 }
 
@@ -163,7 +165,7 @@ fn render(w: &[i64], origin: i64, e_bits: usize, r_bits: usize) -> String {
     let (rw, lw) = rest.split_at(r_bits);
     let mut terms = Vec::new();
     for (a, b, c) in runs(lw) {
-        terms.push(term(c, &lane_sub(a, b)));
+        terms.push(term(c, &lane_sub(a, b, lw.len())));
     }
     for (a, b, c) in runs(ew) {
         terms.push(term(c, &sub("e", e_bits, a, b)));
@@ -237,12 +239,23 @@ fn cute_string(w: &[i64], value_bits: usize) -> String {
 /// Fit a closed form to operand `op` of variant `v`, whose slot `i` holds `map[i]`.
 pub fn fit(v: &Variant, op: Operand, map: &[Coord]) -> ClosedForm {
     let f = v.fragment(op);
-    let space = SlotSpace::of(&f);
+    fit_slots(op, SlotSpace::of(&f), 32, (f.rows, f.cols), map)
+}
+
+/// Fit a closed form to a map over `lanes` lanes (32 for a warp, 128 for a warpgroup) of
+/// `space` slots each, of operand `op` of a `dims.0 × dims.1` matrix.
+pub fn fit_slots(
+    op: Operand,
+    space: SlotSpace,
+    lanes: u32,
+    dims: (u32, u32),
+    map: &[Coord],
+) -> ClosedForm {
     let (rn, cn) = coord_names(op);
     // CuTe index: (fast, slow) coordinates and the fast extent.
     let (fast, slow, extent) = match op {
-        Operand::B => (cn, rn, f.cols),
-        _ => (rn, cn, f.rows),
+        Operand::B => (cn, rn, dims.1),
+        _ => (rn, cn, dims.0),
     };
     let mut cf = ClosedForm {
         operand: op,
@@ -253,26 +266,29 @@ pub fn fit(v: &Variant, op: Operand, map: &[Coord]) -> ClosedForm {
         bit_weights: None,
         notes: Vec::new(),
     };
-    let (Some(e_bits), Some(r_bits)) = (log2_exact(space.elems_per_reg), log2_exact(space.regs))
-    else {
+    let (Some(e_bits), Some(r_bits), Some(l_bits)) = (
+        log2_exact(space.elems_per_reg),
+        log2_exact(space.regs),
+        log2_exact(lanes),
+    ) else {
         cf.notes.push(format!(
             "no closed form: {} registers of {} elements is not a power-of-two slot space",
             space.regs, space.elems_per_reg
         ));
         return cf;
     };
-    if map.len() != space.len() {
+    let slots = space.len() / 32 * lanes as usize;
+    if map.len() != slots {
         cf.notes.push(format!(
-            "no closed form: the map has {} slots, the operand {}",
+            "no closed form: the map has {} slots, the operand {slots}",
             map.len(),
-            space.len()
         ));
         return cf;
     }
-    let nbits = e_bits + r_bits + 5;
+    let nbits = e_bits + r_bits + l_bits;
     let mut names: Vec<String> = (0..e_bits).map(|i| format!("e{i}")).collect();
     names.extend((0..r_bits).map(|i| format!("reg{i}")));
-    names.extend((0..5).map(|i| format!("lane{i}")));
+    names.extend((0..l_bits).map(|i| format!("lane{i}")));
 
     let describe = |s: usize| {
         let sl = space.slot(s);
@@ -637,6 +653,27 @@ mod tests {
         assert!(cf.row.is_none(), "{cf}");
         assert_eq!(cf.col.as_deref(), Some("2·t + e + 8·(reg/2)"));
         check_formulas(&v, Operand::A, &map, &cf);
+    }
+
+    #[test]
+    fn a_warpgroup_fits_over_128_lanes() {
+        // The documented wgmma accumulator of m64n16 f32 (128 threads, 8 registers each).
+        let v = crate::wgmma::find("m64n16k16.f32.bf16.bf16.rs").unwrap();
+        let f = v.d_frag();
+        let map: Vec<Coord> = (0..f.slots())
+            .map(|i| {
+                let (row, col) = crate::wgmma::model::d_coord(&f, i);
+                Coord { row, col }
+            })
+            .collect();
+        let space = SlotSpace {
+            regs: f.regs,
+            elems_per_reg: f.elems_per_reg,
+        };
+        let cf = fit_slots(Operand::D, space, 128, (f.rows, f.cols), &map);
+        assert_eq!(cf.row.as_deref(), Some("g%8 + 16·(g/8) + 8·((reg/2)%2)"));
+        assert_eq!(cf.col.as_deref(), Some("2·t + reg%2 + 8·(reg/4)"));
+        assert_eq!(cf.bit_weights.unwrap().bits.len(), 3 + 7);
     }
 
     #[test]

@@ -12,6 +12,16 @@ use anyhow::{Result, bail};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
+/// Lowest bit of each field in the 64-bit descriptor: what [`Desc::encode`] writes, and what
+/// the generated `make_desc` of `fp4probe codegen` writes too.
+pub const START_SHIFT: u32 = 0;
+pub const LBO_SHIFT: u32 = 16;
+pub const SBO_SHIFT: u32 = 32;
+pub const BASE_OFFSET_SHIFT: u32 = 49;
+pub const SWIZZLE_SHIFT: u32 = 62;
+/// The byte values a 14-bit address field holds: bits 17..4 (`(x & ADDR_MASK) >> 4`).
+pub const ADDR_MASK: u64 = 0x3_FFFF;
+
 /// The swizzle mode of a descriptor.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum Swizzle {
@@ -151,12 +161,12 @@ impl Desc {
 
     /// The 64-bit descriptor for a region whose aligned base sits at shared address `base`.
     pub fn encode(&self, base: u32) -> u64 {
-        let f = |bytes: u32| ((bytes as u64) & 0x3_FFFF) >> 4;
-        f(base + self.start)
-            | f(self.lbo) << 16
-            | f(self.sbo) << 32
-            | (self.base_offset as u64 & 7) << 49
-            | self.swizzle.code() << 62
+        let f = |bytes: u32| ((bytes as u64) & ADDR_MASK) >> 4;
+        f(base + self.start) << START_SHIFT
+            | f(self.lbo) << LBO_SHIFT
+            | f(self.sbo) << SBO_SHIFT
+            | (self.base_offset as u64 & 7) << BASE_OFFSET_SHIFT
+            | self.swizzle.code() << SWIZZLE_SHIFT
     }
 
     /// The descriptor of the region at base 0: the probe kernel adds `base >> 4`, which

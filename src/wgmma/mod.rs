@@ -221,6 +221,23 @@ impl WgVariant {
     /// `d, a-desc|{a}, b-desc[, sp-meta, sp-sel], scale-d[, imm-scale-a, imm-scale-b]
     /// [, imm-trans-a][, imm-trans-b]`.
     pub fn instruction(&self, ops: &WgOperands, imm: Immediates) -> String {
+        let scale = [imm.scale_a.to_string(), imm.scale_b.to_string()];
+        let trans = [
+            u8::from(imm.trans_a).to_string(),
+            u8::from(imm.trans_b).to_string(),
+        ];
+        self.instruction_text(ops, [&scale[0], &scale[1]], [&trans[0], &trans[1]])
+    }
+
+    /// [`instruction`](Self::instruction) with the immediates as text (`%5` of an inline-asm
+    /// operand, say): `imm_scale` for imm-scale-a/b, `trans` for imm-trans-a/b, each written
+    /// only where the variant takes it.
+    pub fn instruction_text(
+        &self,
+        ops: &WgOperands,
+        imm_scale: [&str; 2],
+        trans: [&str; 2],
+    ) -> String {
         let list = |v: &[String]| format!("{{{}}}", v.join(", "));
         let a = match self.a_src {
             ASource::Ss => ops.a_desc.clone(),
@@ -232,13 +249,13 @@ impl WgVariant {
         }
         s += &format!(", {}", ops.scale_d);
         if self.has_imm_scale() {
-            s += &format!(", {}, {}", imm.scale_a, imm.scale_b);
+            s += &format!(", {}, {}", imm_scale[0], imm_scale[1]);
         }
         if self.transposable() {
             if self.a_src == ASource::Ss {
-                s += &format!(", {}", u8::from(imm.trans_a));
+                s += &format!(", {}", trans[0]);
             }
-            s += &format!(", {}", u8::from(imm.trans_b));
+            s += &format!(", {}", trans[1]);
         }
         s + ";"
     }
