@@ -226,14 +226,14 @@ pub static SMEM_FORMS: [SmemForm; 16] = [
         xor: Swizzle::None,
         terms: Cow::Borrowed(&[
             SmemTerm { axis: Axis::Mn, lo: 0, len: 3, c: 16, lbo: 0, sbo: 0 },
-            SmemTerm { axis: Axis::Mn, lo: 3, len: 0, c: 1024, lbo: 0, sbo: 0 },
+            SmemTerm { axis: Axis::Mn, lo: 3, len: 0, c: 0, lbo: 0, sbo: 8 },
             SmemTerm { axis: Axis::K, lo: 0, len: 3, c: 128, lbo: 0, sbo: 0 },
             SmemTerm { axis: Axis::K, lo: 3, len: 0, c: 0, lbo: 8, sbo: 0 },
         ]),
         measured_mn: 64,
         measured_k: 16,
         pinned_lbo: None,
-        pinned_sbo: Some(128),
+        pinned_sbo: None,
         source: Cow::Borrowed("reports/sm_90/wgmma/smem.16bit.MN.none.json"),
     },
     SmemForm {

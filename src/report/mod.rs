@@ -103,8 +103,9 @@ fn source(path: &Path, mut value: serde_json::Value) -> Result<Source> {
 }
 
 /// fp4probe records that share folders with the maps and have no page of their own.
-pub const OTHER_RECORDS: [&str; 6] = [
+pub const OTHER_RECORDS: [&str; 7] = [
     crate::probe::numerics::SCHEMA,
+    crate::wgmma::numerics::SCHEMA,
     crate::probe::bench::BENCH_SCHEMA,
     crate::probe::bench::wgmma::WG_BENCH_SCHEMA,
     crate::probe::container::SCHEMA,

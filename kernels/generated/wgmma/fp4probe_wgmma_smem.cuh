@@ -74,9 +74,18 @@ struct Smem;
 //   SBO: SBO bytes per step of mn/8.
 //   Packed tile: LBO 8192 bytes, SBO 1024 bytes; sweep points used: packed; LBO×2; SBO×2;
 //   start+256.
-//   Not used: start+256, base offset 2 (A and B base offset 2, 2): A byte = xor64B(start + 32 +
-//   128·(row%4) + 576·(row/4%2) + 1024·(row/8) + 2·col) - start; B byte = xor64B(start + 32 +
-//   2·row + 128·(col%4) + 576·(col/4%2) + 1024·(col/8)) - start.
+//   Not used: start+256, base offset 1 (A and B base offset 1, 1): A byte = xor128B(start +
+//   128·row + 2·col) - start, XOR phase = address bits [7, 10) − 1; B byte = xor128B(start +
+//   2·row + 128·col) - start, XOR phase = address bits [7, 10) − 1.
+//   Not used: start+256, base offset 2 (A and B base offset 2, 2): A byte = xor128B(start +
+//   128·row + 2·col) - start, XOR phase = address bits [7, 10) − 2; B byte = xor128B(start +
+//   2·row + 128·col) - start, XOR phase = address bits [7, 10) − 2.
+//   Not used: start+256, base offset 3 (A and B base offset 3, 3): A byte = xor128B(start +
+//   128·row + 2·col) - start, XOR phase = address bits [7, 10) − 3; B byte = xor128B(start +
+//   2·row + 128·col) - start, XOR phase = address bits [7, 10) − 3.
+//   Not used: base offset 2 (A and B base offset 2, 2): A byte = xor128B(start + 128·row + 2·col)
+//   - start, XOR phase = address bits [7, 10) − 2; B byte = xor128B(start + 2·row + 128·col) -
+//   start, XOR phase = address bits [7, 10) − 2.
 FP4PROBE_HD constexpr unsigned smem_offset_16bit_K_128B(unsigned mn, unsigned k, unsigned lbo, unsigned sbo,
                                                         unsigned start) {
   (void)lbo;
@@ -108,8 +117,16 @@ struct Smem<16, kMajorK, kSwizzle128B> {
 //   SBO: SBO bytes per step of mn/8.
 //   Packed tile: LBO 2048 bytes, SBO 256 bytes; sweep points used: packed; LBO×2; SBO×2;
 //   start+256.
+//   Not used: start+256, base offset 1 (A and B base offset 1, 1): A byte = xor32B(start + 32·row
+//   + 2·col) - start, XOR phase = address bits [7, 8) − 1; B byte = xor32B(start + 2·row +
+//   32·col) - start, XOR phase = address bits [7, 8) − 1.
 //   Not used: start+256, base offset 2 (A and B base offset 2, 2): A byte = xor32B(start + 32·row
 //   + 2·col) - start; B byte = xor32B(start + 2·row + 32·col) - start.
+//   Not used: start+256, base offset 3 (A and B base offset 3, 3): A byte = xor32B(start + 32·row
+//   + 2·col) - start, XOR phase = address bits [7, 8) − 1; B byte = xor32B(start + 2·row +
+//   32·col) - start, XOR phase = address bits [7, 8) − 1.
+//   Not used: base offset 2 (A and B base offset 2, 2): A byte = xor32B(start + 32·row + 2·col) -
+//   start; B byte = xor32B(start + 2·row + 32·col) - start.
 FP4PROBE_HD constexpr unsigned smem_offset_16bit_K_32B(unsigned mn, unsigned k, unsigned lbo, unsigned sbo,
                                                        unsigned start) {
   (void)lbo;
@@ -142,8 +159,18 @@ struct Smem<16, kMajorK, kSwizzle32B> {
 //   SBO: SBO bytes per step of mn/8.
 //   Packed tile: LBO 4096 bytes, SBO 512 bytes; sweep points used: packed; LBO×2; SBO×2;
 //   start+256.
-//   Not used: start+256, base offset 2 (A and B base offset 2, 2): A byte = xor64B(start + 32 +
-//   64·row + 2·col) - start; B byte = xor64B(start + 32 + 2·row + 64·col) - start.
+//   Not used: start+256, base offset 1 (A and B base offset 1, 1): A byte = xor64B(start + 64·row
+//   + 2·col) - start, XOR phase = address bits [7, 9) − 1; B byte = xor64B(start + 2·row +
+//   64·col) - start, XOR phase = address bits [7, 9) − 1.
+//   Not used: start+256, base offset 2 (A and B base offset 2, 2): A byte = xor64B(start + 64·row
+//   + 2·col) - start, XOR phase = address bits [7, 9) − 2; B byte = xor64B(start + 2·row +
+//   64·col) - start, XOR phase = address bits [7, 9) − 2.
+//   Not used: start+256, base offset 3 (A and B base offset 3, 3): A byte = xor64B(start + 64·row
+//   + 2·col) - start, XOR phase = address bits [7, 9) − 3; B byte = xor64B(start + 2·row +
+//   64·col) - start, XOR phase = address bits [7, 9) − 3.
+//   Not used: base offset 2 (A and B base offset 2, 2): A byte = xor64B(start + 64·row + 2·col) -
+//   start, XOR phase = address bits [7, 9) − 2; B byte = xor64B(start + 2·row + 64·col) -
+//   start, XOR phase = address bits [7, 9) − 2.
 FP4PROBE_HD constexpr unsigned smem_offset_16bit_K_64B(unsigned mn, unsigned k, unsigned lbo, unsigned sbo,
                                                        unsigned start) {
   (void)lbo;
@@ -173,7 +200,7 @@ struct Smem<16, kMajorK, kSwizzle64B> {
 //   XOR pattern: none.
 //   LBO: LBO bytes per step of k/8.
 //   SBO: SBO bytes per step of mn/8.
-//   Packed tile: LBO 128 bytes, SBO 256 bytes; sweep points used: packed; LBO×2, SBO×4; SBO×2.
+//   Packed tile: LBO 128 bytes, SBO 256 bytes; sweep points used: packed; LBO×2, SBO×2; SBO×2.
 FP4PROBE_HD constexpr unsigned smem_offset_16bit_K_none(unsigned mn, unsigned k, unsigned lbo, unsigned sbo,
                                                         unsigned start) {
   (void)start;
@@ -205,7 +232,18 @@ struct Smem<16, kMajorK, kSwizzleNone> {
 //   SBO: SBO bytes per step of k/8.
 //   Packed tile: LBO 1024 bytes, SBO 1024 bytes; sweep points used: packed; LBO×2; SBO×2;
 //   start+256.
-//   Not used: start+256, base offset 2 (A and B base offset 2, 2): A fits no form; B fits no form.
+//   Not used: start+256, base offset 1 (A and B base offset 1, 1): A byte = xor128B(start + 2·row
+//   + 128·col) - start, XOR phase = address bits [7, 10) − 1; B byte = xor128B(start + 128·row
+//   + 2·col) - start, XOR phase = address bits [7, 10) − 1.
+//   Not used: start+256, base offset 2 (A and B base offset 2, 2): A byte = xor128B(start + 2·row
+//   + 128·col) - start, XOR phase = address bits [7, 10) − 2; B byte = xor128B(start + 128·row
+//   + 2·col) - start, XOR phase = address bits [7, 10) − 2.
+//   Not used: start+256, base offset 3 (A and B base offset 3, 3): A byte = xor128B(start + 2·row
+//   + 128·col) - start, XOR phase = address bits [7, 10) − 3; B byte = xor128B(start + 128·row
+//   + 2·col) - start, XOR phase = address bits [7, 10) − 3.
+//   Not used: base offset 2 (A and B base offset 2, 2): A byte = xor128B(start + 2·row + 128·col)
+//   - start, XOR phase = address bits [7, 10) − 2; B byte = xor128B(start + 128·row + 2·col) -
+//   start, XOR phase = address bits [7, 10) − 2.
 FP4PROBE_HD constexpr unsigned smem_offset_16bit_MN_128B(unsigned mn, unsigned k, unsigned lbo, unsigned sbo,
                                                          unsigned start) {
   (void)lbo;
@@ -235,11 +273,22 @@ struct Smem<16, kMajorMN, kSwizzle128B> {
 //   XOR pattern: 32B.
 //   LBO: LBO bytes per step of mn/16.
 //   SBO: SBO bytes per step of k/8.
-//   Packed tile: LBO 256 bytes, SBO 1024 bytes; sweep points used: packed; LBO×2, SBO×4; SBO×2;
+//   Packed tile: LBO 256 bytes, SBO 1024 bytes; sweep points used: packed; LBO×2, SBO×2; SBO×2;
 //   start+256.
+//   Not used: start+256, base offset 1 (A and B base offset 1, 1): A byte = xor32B(start +
+//   2·(row%16) + 256·(row/16) + 32·(col%8) + 1024·(col/8)) - start, XOR phase = address bits
+//   [7, 8) − 1; B byte = xor32B(start + 32·(row%8) + 1024·(row/8) + 2·(col%16) +
+//   256·(col/16)) - start, XOR phase = address bits [7, 8) − 1.
 //   Not used: start+256, base offset 2 (A and B base offset 2, 2): A byte = xor32B(start +
 //   2·(row%16) + 256·(row/16) + 32·(col%8) + 1024·(col/8)) - start; B byte = xor32B(start +
 //   32·(row%8) + 1024·(row/8) + 2·(col%16) + 256·(col/16)) - start.
+//   Not used: start+256, base offset 3 (A and B base offset 3, 3): A byte = xor32B(start +
+//   2·(row%16) + 256·(row/16) + 32·(col%8) + 1024·(col/8)) - start, XOR phase = address bits
+//   [7, 8) − 1; B byte = xor32B(start + 32·(row%8) + 1024·(row/8) + 2·(col%16) +
+//   256·(col/16)) - start, XOR phase = address bits [7, 8) − 1.
+//   Not used: base offset 2 (A and B base offset 2, 2): A byte = xor32B(start + 2·(row%16) +
+//   256·(row/16) + 32·(col%8) + 1024·(col/8)) - start; B byte = xor32B(start + 32·(row%8) +
+//   1024·(row/8) + 2·(col%16) + 256·(col/16)) - start.
 FP4PROBE_HD constexpr unsigned smem_offset_16bit_MN_32B(unsigned mn, unsigned k, unsigned lbo, unsigned sbo,
                                                         unsigned start) {
   const unsigned lin = 2u * (mn % 16u) + lbo * (mn / 16u) + 32u * (k % 8u) + sbo * (k / 8u);
@@ -268,12 +317,24 @@ struct Smem<16, kMajorMN, kSwizzle32B> {
 //   XOR pattern: 64B.
 //   LBO: LBO bytes per step of mn/32.
 //   SBO: SBO bytes per step of k/8.
-//   Packed tile: LBO 512 bytes, SBO 1024 bytes; sweep points used: packed; LBO×2, SBO×4; SBO×2;
+//   Packed tile: LBO 512 bytes, SBO 1024 bytes; sweep points used: packed; LBO×2, SBO×2; SBO×2;
 //   start+256.
-//   Not used: start+256, base offset 2 (A and B base offset 2, 2): A byte = xor64B(start + 32 +
-//   2·(row%16) + -32·(row/16%2) + 512·(row/32) + 64·(col%8) + 1024·(col/8)) - start; B byte =
-//   xor64B(start + 32 + 64·(row%8) + 1024·(row/8) + 2·(col%16) + -32·(col/16%2) +
-//   512·(col/32)) - start.
+//   Not used: start+256, base offset 1 (A and B base offset 1, 1): A byte = xor64B(start +
+//   2·(row%32) + 512·(row/32) + 64·(col%8) + 1024·(col/8)) - start, XOR phase = address bits
+//   [7, 9) − 1; B byte = xor64B(start + 64·(row%8) + 1024·(row/8) + 2·(col%32) +
+//   512·(col/32)) - start, XOR phase = address bits [7, 9) − 1.
+//   Not used: start+256, base offset 2 (A and B base offset 2, 2): A byte = xor64B(start +
+//   2·(row%32) + 512·(row/32) + 64·(col%8) + 1024·(col/8)) - start, XOR phase = address bits
+//   [7, 9) − 2; B byte = xor64B(start + 64·(row%8) + 1024·(row/8) + 2·(col%32) +
+//   512·(col/32)) - start, XOR phase = address bits [7, 9) − 2.
+//   Not used: start+256, base offset 3 (A and B base offset 3, 3): A byte = xor64B(start +
+//   2·(row%32) + 512·(row/32) + 64·(col%8) + 1024·(col/8)) - start, XOR phase = address bits
+//   [7, 9) − 3; B byte = xor64B(start + 64·(row%8) + 1024·(row/8) + 2·(col%32) +
+//   512·(col/32)) - start, XOR phase = address bits [7, 9) − 3.
+//   Not used: base offset 2 (A and B base offset 2, 2): A byte = xor64B(start + 2·(row%32) +
+//   512·(row/32) + 64·(col%8) + 1024·(col/8)) - start, XOR phase = address bits [7, 9) − 2; B
+//   byte = xor64B(start + 64·(row%8) + 1024·(row/8) + 2·(col%32) + 512·(col/32)) - start, XOR
+//   phase = address bits [7, 9) − 2.
 FP4PROBE_HD constexpr unsigned smem_offset_16bit_MN_64B(unsigned mn, unsigned k, unsigned lbo, unsigned sbo,
                                                         unsigned start) {
   const unsigned lin = 2u * (mn % 32u) + lbo * (mn / 32u) + 64u * (k % 8u) + sbo * (k / 8u);
@@ -298,17 +359,15 @@ struct Smem<16, kMajorMN, kSwizzle64B> {
 };
 
 // ---- 16-bit elements, MN-major, swizzle none (reports/sm_90/wgmma/smem.16bit.MN.none.json, measured on NVIDIA H200)
-//   Measured form: byte = 2·(mn%8) + 128·(mn/8) + 16·(k%8) + LBO·(k/8).
+//   Measured form: byte = 2·(mn%8) + SBO·(mn/8) + 16·(k%8) + LBO·(k/8).
 //   XOR pattern: none.
 //   LBO: LBO bytes per step of k/8.
-//   SBO: not measured (no passing sweep point changed it); the form holds for SBO = 128 bytes, the
-//   packed tile's.
-//   Packed tile: LBO 1024 bytes, SBO 128 bytes; sweep points used: packed; LBO×2.
+//   SBO: SBO bytes per step of mn/8.
+//   Packed tile: LBO 1024 bytes, SBO 128 bytes; sweep points used: packed; LBO×2; SBO×2, LBO×2.
 FP4PROBE_HD constexpr unsigned smem_offset_16bit_MN_none(unsigned mn, unsigned k, unsigned lbo, unsigned sbo,
                                                          unsigned start) {
-  (void)sbo;
   (void)start;
-  const unsigned lin = 2u * (mn % 8u) + 128u * (mn / 8u) + 16u * (k % 8u) + lbo * (k / 8u);
+  const unsigned lin = 2u * (mn % 8u) + sbo * (mn / 8u) + 16u * (k % 8u) + lbo * (k / 8u);
   return lin;
 }
 template <>
@@ -321,7 +380,7 @@ struct Smem<16, kMajorMN, kSwizzleNone> {
     kMeasuredMN = 64,
     kMeasuredK = 16,
     kPinnedLBO = 0,
-    kPinnedSBO = 128
+    kPinnedSBO = 0
   };
   FP4PROBE_HD static constexpr unsigned offset(unsigned mn, unsigned k, unsigned lbo, unsigned sbo,
                                                unsigned start) {
@@ -336,9 +395,18 @@ struct Smem<16, kMajorMN, kSwizzleNone> {
 //   SBO: SBO bytes per step of mn/8.
 //   Packed tile: LBO 8192 bytes, SBO 1024 bytes; sweep points used: packed; LBO×2; SBO×2;
 //   start+256.
-//   Not used: start+256, base offset 2 (A and B base offset 2, 2): A byte = xor64B(start + 32 +
-//   128·(row%4) + 576·(row/4%2) + 1024·(row/8) + 4·col) - start; B byte = xor64B(start + 32 +
-//   4·row + 128·(col%4) + 576·(col/4%2) + 1024·(col/8)) - start.
+//   Not used: start+256, base offset 1 (A and B base offset 1, 1): A byte = xor128B(start +
+//   128·row + 4·col) - start, XOR phase = address bits [7, 10) − 1; B byte = xor128B(start +
+//   4·row + 128·col) - start, XOR phase = address bits [7, 10) − 1.
+//   Not used: start+256, base offset 2 (A and B base offset 2, 2): A byte = xor128B(start +
+//   128·row + 4·col) - start, XOR phase = address bits [7, 10) − 2; B byte = xor128B(start +
+//   4·row + 128·col) - start, XOR phase = address bits [7, 10) − 2.
+//   Not used: start+256, base offset 3 (A and B base offset 3, 3): A byte = xor128B(start +
+//   128·row + 4·col) - start, XOR phase = address bits [7, 10) − 3; B byte = xor128B(start +
+//   4·row + 128·col) - start, XOR phase = address bits [7, 10) − 3.
+//   Not used: base offset 2 (A and B base offset 2, 2): A byte = xor128B(start + 128·row + 4·col)
+//   - start, XOR phase = address bits [7, 10) − 2; B byte = xor128B(start + 4·row + 128·col) -
+//   start, XOR phase = address bits [7, 10) − 2.
 FP4PROBE_HD constexpr unsigned smem_offset_32bit_K_128B(unsigned mn, unsigned k, unsigned lbo, unsigned sbo,
                                                         unsigned start) {
   (void)lbo;
@@ -370,8 +438,16 @@ struct Smem<32, kMajorK, kSwizzle128B> {
 //   SBO: SBO bytes per step of mn/8.
 //   Packed tile: LBO 2048 bytes, SBO 256 bytes; sweep points used: packed; LBO×2; SBO×2;
 //   start+256.
+//   Not used: start+256, base offset 1 (A and B base offset 1, 1): A byte = xor32B(start + 32·row
+//   + 4·col) - start, XOR phase = address bits [7, 8) − 1; B byte = xor32B(start + 4·row +
+//   32·col) - start, XOR phase = address bits [7, 8) − 1.
 //   Not used: start+256, base offset 2 (A and B base offset 2, 2): A byte = xor32B(start + 32·row
 //   + 4·col) - start; B byte = xor32B(start + 4·row + 32·col) - start.
+//   Not used: start+256, base offset 3 (A and B base offset 3, 3): A byte = xor32B(start + 32·row
+//   + 4·col) - start, XOR phase = address bits [7, 8) − 1; B byte = xor32B(start + 4·row +
+//   32·col) - start, XOR phase = address bits [7, 8) − 1.
+//   Not used: base offset 2 (A and B base offset 2, 2): A byte = xor32B(start + 32·row + 4·col) -
+//   start; B byte = xor32B(start + 4·row + 32·col) - start.
 FP4PROBE_HD constexpr unsigned smem_offset_32bit_K_32B(unsigned mn, unsigned k, unsigned lbo, unsigned sbo,
                                                        unsigned start) {
   (void)lbo;
@@ -404,8 +480,18 @@ struct Smem<32, kMajorK, kSwizzle32B> {
 //   SBO: SBO bytes per step of mn/8.
 //   Packed tile: LBO 4096 bytes, SBO 512 bytes; sweep points used: packed; LBO×2; SBO×2;
 //   start+256.
-//   Not used: start+256, base offset 2 (A and B base offset 2, 2): A byte = xor64B(start + 32 +
-//   64·row + 4·col) - start; B byte = xor64B(start + 32 + 4·row + 64·col) - start.
+//   Not used: start+256, base offset 1 (A and B base offset 1, 1): A byte = xor64B(start + 64·row
+//   + 4·col) - start, XOR phase = address bits [7, 9) − 1; B byte = xor64B(start + 4·row +
+//   64·col) - start, XOR phase = address bits [7, 9) − 1.
+//   Not used: start+256, base offset 2 (A and B base offset 2, 2): A byte = xor64B(start + 64·row
+//   + 4·col) - start, XOR phase = address bits [7, 9) − 2; B byte = xor64B(start + 4·row +
+//   64·col) - start, XOR phase = address bits [7, 9) − 2.
+//   Not used: start+256, base offset 3 (A and B base offset 3, 3): A byte = xor64B(start + 64·row
+//   + 4·col) - start, XOR phase = address bits [7, 9) − 3; B byte = xor64B(start + 4·row +
+//   64·col) - start, XOR phase = address bits [7, 9) − 3.
+//   Not used: base offset 2 (A and B base offset 2, 2): A byte = xor64B(start + 64·row + 4·col) -
+//   start, XOR phase = address bits [7, 9) − 2; B byte = xor64B(start + 4·row + 64·col) -
+//   start, XOR phase = address bits [7, 9) − 2.
 FP4PROBE_HD constexpr unsigned smem_offset_32bit_K_64B(unsigned mn, unsigned k, unsigned lbo, unsigned sbo,
                                                        unsigned start) {
   (void)lbo;
@@ -435,7 +521,7 @@ struct Smem<32, kMajorK, kSwizzle64B> {
 //   XOR pattern: none.
 //   LBO: LBO bytes per step of k/4.
 //   SBO: SBO bytes per step of mn/8.
-//   Packed tile: LBO 128 bytes, SBO 256 bytes; sweep points used: packed; LBO×2, SBO×4; SBO×2.
+//   Packed tile: LBO 128 bytes, SBO 256 bytes; sweep points used: packed; LBO×2, SBO×2; SBO×2.
 FP4PROBE_HD constexpr unsigned smem_offset_32bit_K_none(unsigned mn, unsigned k, unsigned lbo, unsigned sbo,
                                                         unsigned start) {
   (void)start;
@@ -467,9 +553,18 @@ struct Smem<32, kMajorK, kSwizzleNone> {
 //   SBO: SBO bytes per step of mn/8.
 //   Packed tile: LBO 8192 bytes, SBO 1024 bytes; sweep points used: packed; LBO×2; SBO×2;
 //   start+256.
-//   Not used: start+256, base offset 2 (A and B base offset 2, 2): A byte = xor64B(start + 32 +
-//   128·(row%4) + 576·(row/4%2) + 1024·(row/8) + 1·col) - start; B byte = xor64B(start + 32 +
-//   1·row + 128·(col%4) + 576·(col/4%2) + 1024·(col/8)) - start.
+//   Not used: start+256, base offset 1 (A and B base offset 1, 1): A byte = xor128B(start +
+//   128·row + 1·col) - start, XOR phase = address bits [7, 10) − 1; B byte = xor128B(start +
+//   1·row + 128·col) - start, XOR phase = address bits [7, 10) − 1.
+//   Not used: start+256, base offset 2 (A and B base offset 2, 2): A byte = xor128B(start +
+//   128·row + 1·col) - start, XOR phase = address bits [7, 10) − 2; B byte = xor128B(start +
+//   1·row + 128·col) - start, XOR phase = address bits [7, 10) − 2.
+//   Not used: start+256, base offset 3 (A and B base offset 3, 3): A byte = xor128B(start +
+//   128·row + 1·col) - start, XOR phase = address bits [7, 10) − 3; B byte = xor128B(start +
+//   1·row + 128·col) - start, XOR phase = address bits [7, 10) − 3.
+//   Not used: base offset 2 (A and B base offset 2, 2): A byte = xor128B(start + 128·row + 1·col)
+//   - start, XOR phase = address bits [7, 10) − 2; B byte = xor128B(start + 1·row + 128·col) -
+//   start, XOR phase = address bits [7, 10) − 2.
 FP4PROBE_HD constexpr unsigned smem_offset_8bit_K_128B(unsigned mn, unsigned k, unsigned lbo, unsigned sbo,
                                                        unsigned start) {
   (void)lbo;
@@ -501,8 +596,16 @@ struct Smem<8, kMajorK, kSwizzle128B> {
 //   SBO: SBO bytes per step of mn/8.
 //   Packed tile: LBO 2048 bytes, SBO 256 bytes; sweep points used: packed; LBO×2; SBO×2;
 //   start+256.
+//   Not used: start+256, base offset 1 (A and B base offset 1, 1): A byte = xor32B(start + 32·row
+//   + 1·col) - start, XOR phase = address bits [7, 8) − 1; B byte = xor32B(start + 1·row +
+//   32·col) - start, XOR phase = address bits [7, 8) − 1.
 //   Not used: start+256, base offset 2 (A and B base offset 2, 2): A byte = xor32B(start + 32·row
 //   + 1·col) - start; B byte = xor32B(start + 1·row + 32·col) - start.
+//   Not used: start+256, base offset 3 (A and B base offset 3, 3): A byte = xor32B(start + 32·row
+//   + 1·col) - start, XOR phase = address bits [7, 8) − 1; B byte = xor32B(start + 1·row +
+//   32·col) - start, XOR phase = address bits [7, 8) − 1.
+//   Not used: base offset 2 (A and B base offset 2, 2): A byte = xor32B(start + 32·row + 1·col) -
+//   start; B byte = xor32B(start + 1·row + 32·col) - start.
 FP4PROBE_HD constexpr unsigned smem_offset_8bit_K_32B(unsigned mn, unsigned k, unsigned lbo, unsigned sbo,
                                                       unsigned start) {
   (void)lbo;
@@ -535,8 +638,18 @@ struct Smem<8, kMajorK, kSwizzle32B> {
 //   SBO: SBO bytes per step of mn/8.
 //   Packed tile: LBO 4096 bytes, SBO 512 bytes; sweep points used: packed; LBO×2; SBO×2;
 //   start+256.
-//   Not used: start+256, base offset 2 (A and B base offset 2, 2): A byte = xor64B(start + 32 +
-//   64·row + 1·col) - start; B byte = xor64B(start + 32 + 1·row + 64·col) - start.
+//   Not used: start+256, base offset 1 (A and B base offset 1, 1): A byte = xor64B(start + 64·row
+//   + 1·col) - start, XOR phase = address bits [7, 9) − 1; B byte = xor64B(start + 1·row +
+//   64·col) - start, XOR phase = address bits [7, 9) − 1.
+//   Not used: start+256, base offset 2 (A and B base offset 2, 2): A byte = xor64B(start + 64·row
+//   + 1·col) - start, XOR phase = address bits [7, 9) − 2; B byte = xor64B(start + 1·row +
+//   64·col) - start, XOR phase = address bits [7, 9) − 2.
+//   Not used: start+256, base offset 3 (A and B base offset 3, 3): A byte = xor64B(start + 64·row
+//   + 1·col) - start, XOR phase = address bits [7, 9) − 3; B byte = xor64B(start + 1·row +
+//   64·col) - start, XOR phase = address bits [7, 9) − 3.
+//   Not used: base offset 2 (A and B base offset 2, 2): A byte = xor64B(start + 64·row + 1·col) -
+//   start, XOR phase = address bits [7, 9) − 2; B byte = xor64B(start + 1·row + 64·col) -
+//   start, XOR phase = address bits [7, 9) − 2.
 FP4PROBE_HD constexpr unsigned smem_offset_8bit_K_64B(unsigned mn, unsigned k, unsigned lbo, unsigned sbo,
                                                       unsigned start) {
   (void)lbo;
@@ -566,7 +679,7 @@ struct Smem<8, kMajorK, kSwizzle64B> {
 //   XOR pattern: none.
 //   LBO: LBO bytes per step of k/16.
 //   SBO: SBO bytes per step of mn/8.
-//   Packed tile: LBO 128 bytes, SBO 256 bytes; sweep points used: packed; LBO×2, SBO×4; SBO×2.
+//   Packed tile: LBO 128 bytes, SBO 256 bytes; sweep points used: packed; LBO×2, SBO×2; SBO×2.
 FP4PROBE_HD constexpr unsigned smem_offset_8bit_K_none(unsigned mn, unsigned k, unsigned lbo, unsigned sbo,
                                                        unsigned start) {
   (void)start;
