@@ -209,13 +209,20 @@ fn reg_positions(v: &WgVariant) -> Positions {
     }
 }
 
+/// One experiment's inputs: its A and B regions and its A register words.
+struct Exp<'b> {
+    a: &'b mut [u8],
+    b: &'b mut [u8],
+    a_regs: &'b mut [u32],
+}
+
 /// Writes element values into a batch.
 struct Placer<'a> {
     v: &'a WgVariant,
     l: &'a Launch,
     /// One experiment's A and B inputs with every position set to one, built on first use:
     /// copying them is what makes the large b1 batches cheap to fill.
-    ones: [std::cell::OnceCell<Vec<u8>>; 2],
+    ones: [std::sync::OnceLock<Vec<u8>>; 2],
 }
 
 impl<'a> Placer<'a> {
@@ -228,26 +235,74 @@ impl<'a> Placer<'a> {
     }
 
     fn set(&self, batch: &mut Batch, which: Which, exp: usize, p: usize, code: u64) {
+        let (a_per, b_per, r_per) = self.per_experiment();
+        let mut x = Exp {
+            a: batch
+                .a
+                .get_mut(exp * a_per..(exp + 1) * a_per)
+                .unwrap_or(&mut []),
+            b: &mut batch.b[exp * b_per..(exp + 1) * b_per],
+            a_regs: batch
+                .a_regs
+                .get_mut(exp * r_per..(exp + 1) * r_per)
+                .unwrap_or(&mut []),
+        };
+        self.set_in(&mut x, which, p, code);
+    }
+
+    /// Bytes of A and B and words of A registers one experiment holds.
+    fn per_experiment(&self) -> (usize, usize, usize) {
+        let r = if self.v.a_src == ASource::Rs {
+            THREADS as usize * self.v.a_frag().regs as usize
+        } else {
+            0
+        };
+        (self.l.a_bytes as usize, self.l.b_bytes as usize, r)
+    }
+
+    /// Every experiment's inputs as its own mutable view, so that experiments fill in
+    /// parallel.
+    fn experiments<'b>(&self, batch: &'b mut Batch) -> Vec<Exp<'b>> {
+        let (a_per, b_per, r_per) = self.per_experiment();
+        let (mut a, mut b, mut r) = (
+            batch.a.as_mut_slice(),
+            batch.b.as_mut_slice(),
+            batch.a_regs.as_mut_slice(),
+        );
+        (0..batch.experiments)
+            .map(|_| {
+                let (na, nr) = (a_per.min(a.len()), r_per.min(r.len()));
+                let (x, rest) = std::mem::take(&mut a).split_at_mut(na);
+                a = rest;
+                let (y, rest) = std::mem::take(&mut b).split_at_mut(b_per);
+                b = rest;
+                let (z, rest) = std::mem::take(&mut r).split_at_mut(nr);
+                r = rest;
+                Exp {
+                    a: x,
+                    b: y,
+                    a_regs: z,
+                }
+            })
+            .collect()
+    }
+
+    /// Set position `p` of `which` to `code` in one experiment's inputs.
+    fn set_in(&self, x: &mut Exp, which: Which, p: usize, code: u64) {
         let bits = self.v.elem_bits();
         match (which, self.v.a_src) {
             (Which::A, ASource::Rs) => {
                 let f = self.v.a_frag();
                 let (t, reg, e) = f.slot(p);
-                let base = (exp * THREADS as usize + t as usize) * f.regs as usize;
-                f.insert(
-                    &mut batch.a_regs[base..base + f.regs as usize],
-                    reg,
-                    e,
-                    code,
-                );
+                let base = t as usize * f.regs as usize;
+                f.insert(&mut x.a_regs[base..base + f.regs as usize], reg, e, code);
             }
             _ => {
-                let (buf, per) = match which {
-                    Which::A => (&mut batch.a, self.l.a_bytes as usize),
-                    Which::B => (&mut batch.b, self.l.b_bytes as usize),
+                let region = match which {
+                    Which::A => &mut *x.a,
+                    Which::B => &mut *x.b,
                 };
                 let (byte, bit) = smem_pos(bits, p);
-                let region = &mut buf[exp * per..(exp + 1) * per];
                 if bits >= 8 {
                     for i in 0..(bits / 8) as usize {
                         region[byte + i] = (code >> (8 * i)) as u8;
@@ -630,19 +685,23 @@ pub fn probe(
     let count = k * plan.bits;
     let mut batch = Batch::zeroed(v, &l, count);
     let (one_a, one_b) = (v.a.one(), v.b.one());
-    for i in 0..k {
-        for bit in 0..plan.bits {
-            let e = i * plan.bits + bit;
-            for (t, on) in plan.b_mask(bit).into_iter().enumerate() {
+    let masks: Vec<Vec<bool>> = (0..plan.bits).map(|bit| plan.b_mask(bit)).collect();
+    // b1 tiles make this tens of millions of writes: each experiment fills on its own thread.
+    placer
+        .experiments(&mut batch)
+        .into_par_iter()
+        .enumerate()
+        .for_each(|(e, mut x)| {
+            let (i, bit) = (e / plan.bits, e % plan.bits);
+            for (t, &on) in masks[bit].iter().enumerate() {
                 if on {
-                    placer.set(&mut batch, Which::B, e, b_read[t], one_b);
+                    placer.set_in(&mut x, Which::B, b_read[t], one_b);
                 }
             }
             for row in &plan.a_by_row {
-                placer.set(&mut batch, Which::A, e, a_read[row[i]], one_a);
+                placer.set_in(&mut x, Which::A, a_read[row[i]], one_a);
             }
-        }
-    }
+        });
     let d = run(backend, v, &l, &batch, "pairing")?;
     work.experiments += count;
     work.launches += 1;
