@@ -304,10 +304,12 @@ pub fn point(
     ))
 }
 
-/// The variant a study of `bits`-bit elements runs: m64n64 with A and B in shared memory.
+/// The variant a study of `bits`-bit elements runs: A and B in shared memory, m64n64, and
+/// m64n128 for 16-bit elements: their MN-major 128B rows hold 64 elements, so only a B tile
+/// wider than 64 shows where the next 64 go (what LBO does there).
 pub fn study_variant(bits: u32) -> WgVariant {
     let id = match bits {
-        16 => "m64n64k16.f32.bf16.bf16.ss",
+        16 => "m64n128k16.f32.bf16.bf16.ss",
         32 => "m64n64k8.f32.tf32.tf32.ss",
         8 => "m64n64k32.f32.e4m3.e4m3.ss",
         _ => "m64n64k256.s32.b1.b1.and.popc.ss",

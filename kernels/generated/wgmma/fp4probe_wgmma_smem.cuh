@@ -99,7 +99,7 @@ struct Smem<16, kMajorK, kSwizzle128B> {
     kMajor = kMajorK,
     kSwizzle = kSwizzle128B,
     kXor = kSwizzle128B,
-    kMeasuredMN = 64,
+    kMeasuredMN = 128,
     kMeasuredK = 16,
     kPinnedLBO = 0,
     kPinnedSBO = 0
@@ -140,7 +140,7 @@ struct Smem<16, kMajorK, kSwizzle32B> {
     kMajor = kMajorK,
     kSwizzle = kSwizzle32B,
     kXor = kSwizzle32B,
-    kMeasuredMN = 64,
+    kMeasuredMN = 128,
     kMeasuredK = 16,
     kPinnedLBO = 0,
     kPinnedSBO = 0
@@ -184,7 +184,7 @@ struct Smem<16, kMajorK, kSwizzle64B> {
     kMajor = kMajorK,
     kSwizzle = kSwizzle64B,
     kXor = kSwizzle64B,
-    kMeasuredMN = 64,
+    kMeasuredMN = 128,
     kMeasuredK = 16,
     kPinnedLBO = 0,
     kPinnedSBO = 0
@@ -214,7 +214,7 @@ struct Smem<16, kMajorK, kSwizzleNone> {
     kMajor = kMajorK,
     kSwizzle = kSwizzleNone,
     kXor = kSwizzleNone,
-    kMeasuredMN = 64,
+    kMeasuredMN = 128,
     kMeasuredK = 16,
     kPinnedLBO = 0,
     kPinnedSBO = 0
@@ -226,28 +226,31 @@ struct Smem<16, kMajorK, kSwizzleNone> {
 };
 
 // ---- 16-bit elements, MN-major, swizzle 128B (reports/sm_90/wgmma/smem.16bit.MN.128B.json, measured on NVIDIA H200)
-//   Measured form: byte = X128B(start + 2·mn + 128·(k%8) + SBO·(k/8)) - start.
+//   Measured form: byte = X128B(start + 2·(mn%64) + LBO·(mn/64) + 128·(k%8) + SBO·(k/8)) -
+//   start.
 //   XOR pattern: 128B.
-//   LBO: no effect on the measured tile (changing it moved no element).
+//   LBO: LBO bytes per step of mn/64.
 //   SBO: SBO bytes per step of k/8.
-//   Packed tile: LBO 1024 bytes, SBO 1024 bytes; sweep points used: packed; LBO×2; SBO×2;
+//   Packed tile: LBO 1024 bytes, SBO 1024 bytes; sweep points used: packed; LBO×2, SBO×2; SBO×2;
 //   start+256.
 //   Not used: start+256, base offset 1 (A and B base offset 1, 1): A byte = xor128B(start + 2·row
-//   + 128·col) - start, XOR phase = address bits [7, 10) − 1; B byte = xor128B(start + 128·row
-//   + 2·col) - start, XOR phase = address bits [7, 10) − 1.
+//   + 128·col) - start, XOR phase = address bits [7, 10) − 1; B byte = xor128B(start +
+//   128·(row%8) + 2048·(row/8) + 2·(col%64) + 1024·(col/64)) - start, XOR phase = address bits
+//   [7, 10) − 1.
 //   Not used: start+256, base offset 2 (A and B base offset 2, 2): A byte = xor128B(start + 2·row
-//   + 128·col) - start, XOR phase = address bits [7, 10) − 2; B byte = xor128B(start + 128·row
-//   + 2·col) - start, XOR phase = address bits [7, 10) − 2.
+//   + 128·col) - start, XOR phase = address bits [7, 10) − 2; B byte = xor128B(start +
+//   128·(row%8) + 2048·(row/8) + 2·(col%64) + 1024·(col/64)) - start, XOR phase = address bits
+//   [7, 10) − 2.
 //   Not used: start+256, base offset 3 (A and B base offset 3, 3): A byte = xor128B(start + 2·row
-//   + 128·col) - start, XOR phase = address bits [7, 10) − 3; B byte = xor128B(start + 128·row
-//   + 2·col) - start, XOR phase = address bits [7, 10) − 3.
+//   + 128·col) - start, XOR phase = address bits [7, 10) − 3; B byte = xor128B(start +
+//   128·(row%8) + 2048·(row/8) + 2·(col%64) + 1024·(col/64)) - start, XOR phase = address bits
+//   [7, 10) − 3.
 //   Not used: base offset 2 (A and B base offset 2, 2): A byte = xor128B(start + 2·row + 128·col)
-//   - start, XOR phase = address bits [7, 10) − 2; B byte = xor128B(start + 128·row + 2·col) -
-//   start, XOR phase = address bits [7, 10) − 2.
+//   - start, XOR phase = address bits [7, 10) − 2; B byte = xor128B(start + 128·(row%8) +
+//   2048·(row/8) + 2·(col%64) + 1024·(col/64)) - start, XOR phase = address bits [7, 10) − 2.
 FP4PROBE_HD constexpr unsigned smem_offset_16bit_MN_128B(unsigned mn, unsigned k, unsigned lbo, unsigned sbo,
                                                          unsigned start) {
-  (void)lbo;
-  const unsigned lin = 2u * mn + 128u * (k % 8u) + sbo * (k / 8u);
+  const unsigned lin = 2u * (mn % 64u) + lbo * (mn / 64u) + 128u * (k % 8u) + sbo * (k / 8u);
   return xor_pattern<3>(start + lin) - start;
 }
 template <>
@@ -257,7 +260,7 @@ struct Smem<16, kMajorMN, kSwizzle128B> {
     kMajor = kMajorMN,
     kSwizzle = kSwizzle128B,
     kXor = kSwizzle128B,
-    kMeasuredMN = 64,
+    kMeasuredMN = 128,
     kMeasuredK = 16,
     kPinnedLBO = 0,
     kPinnedSBO = 0
@@ -277,18 +280,18 @@ struct Smem<16, kMajorMN, kSwizzle128B> {
 //   start+256.
 //   Not used: start+256, base offset 1 (A and B base offset 1, 1): A byte = xor32B(start +
 //   2·(row%16) + 256·(row/16) + 32·(col%8) + 1024·(col/8)) - start, XOR phase = address bits
-//   [7, 8) − 1; B byte = xor32B(start + 32·(row%8) + 1024·(row/8) + 2·(col%16) +
+//   [7, 8) − 1; B byte = xor32B(start + 32·(row%8) + 2048·(row/8) + 2·(col%16) +
 //   256·(col/16)) - start, XOR phase = address bits [7, 8) − 1.
 //   Not used: start+256, base offset 2 (A and B base offset 2, 2): A byte = xor32B(start +
 //   2·(row%16) + 256·(row/16) + 32·(col%8) + 1024·(col/8)) - start; B byte = xor32B(start +
-//   32·(row%8) + 1024·(row/8) + 2·(col%16) + 256·(col/16)) - start.
+//   32·(row%8) + 2048·(row/8) + 2·(col%16) + 256·(col/16)) - start.
 //   Not used: start+256, base offset 3 (A and B base offset 3, 3): A byte = xor32B(start +
 //   2·(row%16) + 256·(row/16) + 32·(col%8) + 1024·(col/8)) - start, XOR phase = address bits
-//   [7, 8) − 1; B byte = xor32B(start + 32·(row%8) + 1024·(row/8) + 2·(col%16) +
+//   [7, 8) − 1; B byte = xor32B(start + 32·(row%8) + 2048·(row/8) + 2·(col%16) +
 //   256·(col/16)) - start, XOR phase = address bits [7, 8) − 1.
 //   Not used: base offset 2 (A and B base offset 2, 2): A byte = xor32B(start + 2·(row%16) +
 //   256·(row/16) + 32·(col%8) + 1024·(col/8)) - start; B byte = xor32B(start + 32·(row%8) +
-//   1024·(row/8) + 2·(col%16) + 256·(col/16)) - start.
+//   2048·(row/8) + 2·(col%16) + 256·(col/16)) - start.
 FP4PROBE_HD constexpr unsigned smem_offset_16bit_MN_32B(unsigned mn, unsigned k, unsigned lbo, unsigned sbo,
                                                         unsigned start) {
   const unsigned lin = 2u * (mn % 16u) + lbo * (mn / 16u) + 32u * (k % 8u) + sbo * (k / 8u);
@@ -301,7 +304,7 @@ struct Smem<16, kMajorMN, kSwizzle32B> {
     kMajor = kMajorMN,
     kSwizzle = kSwizzle32B,
     kXor = kSwizzle32B,
-    kMeasuredMN = 64,
+    kMeasuredMN = 128,
     kMeasuredK = 16,
     kPinnedLBO = 0,
     kPinnedSBO = 0
@@ -321,19 +324,19 @@ struct Smem<16, kMajorMN, kSwizzle32B> {
 //   start+256.
 //   Not used: start+256, base offset 1 (A and B base offset 1, 1): A byte = xor64B(start +
 //   2·(row%32) + 512·(row/32) + 64·(col%8) + 1024·(col/8)) - start, XOR phase = address bits
-//   [7, 9) − 1; B byte = xor64B(start + 64·(row%8) + 1024·(row/8) + 2·(col%32) +
+//   [7, 9) − 1; B byte = xor64B(start + 64·(row%8) + 2048·(row/8) + 2·(col%32) +
 //   512·(col/32)) - start, XOR phase = address bits [7, 9) − 1.
 //   Not used: start+256, base offset 2 (A and B base offset 2, 2): A byte = xor64B(start +
 //   2·(row%32) + 512·(row/32) + 64·(col%8) + 1024·(col/8)) - start, XOR phase = address bits
-//   [7, 9) − 2; B byte = xor64B(start + 64·(row%8) + 1024·(row/8) + 2·(col%32) +
+//   [7, 9) − 2; B byte = xor64B(start + 64·(row%8) + 2048·(row/8) + 2·(col%32) +
 //   512·(col/32)) - start, XOR phase = address bits [7, 9) − 2.
 //   Not used: start+256, base offset 3 (A and B base offset 3, 3): A byte = xor64B(start +
 //   2·(row%32) + 512·(row/32) + 64·(col%8) + 1024·(col/8)) - start, XOR phase = address bits
-//   [7, 9) − 3; B byte = xor64B(start + 64·(row%8) + 1024·(row/8) + 2·(col%32) +
+//   [7, 9) − 3; B byte = xor64B(start + 64·(row%8) + 2048·(row/8) + 2·(col%32) +
 //   512·(col/32)) - start, XOR phase = address bits [7, 9) − 3.
 //   Not used: base offset 2 (A and B base offset 2, 2): A byte = xor64B(start + 2·(row%32) +
 //   512·(row/32) + 64·(col%8) + 1024·(col/8)) - start, XOR phase = address bits [7, 9) − 2; B
-//   byte = xor64B(start + 64·(row%8) + 1024·(row/8) + 2·(col%32) + 512·(col/32)) - start, XOR
+//   byte = xor64B(start + 64·(row%8) + 2048·(row/8) + 2·(col%32) + 512·(col/32)) - start, XOR
 //   phase = address bits [7, 9) − 2.
 FP4PROBE_HD constexpr unsigned smem_offset_16bit_MN_64B(unsigned mn, unsigned k, unsigned lbo, unsigned sbo,
                                                         unsigned start) {
@@ -347,7 +350,7 @@ struct Smem<16, kMajorMN, kSwizzle64B> {
     kMajor = kMajorMN,
     kSwizzle = kSwizzle64B,
     kXor = kSwizzle64B,
-    kMeasuredMN = 64,
+    kMeasuredMN = 128,
     kMeasuredK = 16,
     kPinnedLBO = 0,
     kPinnedSBO = 0
@@ -377,7 +380,7 @@ struct Smem<16, kMajorMN, kSwizzleNone> {
     kMajor = kMajorMN,
     kSwizzle = kSwizzleNone,
     kXor = kSwizzleNone,
-    kMeasuredMN = 64,
+    kMeasuredMN = 128,
     kMeasuredK = 16,
     kPinnedLBO = 0,
     kPinnedSBO = 0
