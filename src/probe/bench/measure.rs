@@ -142,6 +142,69 @@ pub(crate) fn calibrate(mut run: impl FnMut(u64) -> Result<f64>, target_ms: f64)
     }
 }
 
+/// What the timed launches of one kernel point measured, one entry per launch. Each launch
+/// leaves `words` u64 per timed warp (or warpgroup): cycles, nanoseconds, SM id.
+#[derive(Default)]
+pub(crate) struct Samples {
+    pub time: Vec<f64>,
+    pub cyc: Vec<f64>,
+    pub tflops: Vec<f64>,
+    pub clock: Vec<f64>,
+    pub fpc: Vec<f64>,
+    pub gclock: Vec<f64>,
+    /// The last launch's timing words, for where the timed work ran.
+    pub last: Vec<u64>,
+}
+
+impl Samples {
+    /// One launch of `ms` milliseconds doing `flops` in `steps` timed steps per warp.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn push(
+        &mut self,
+        t: &[u64],
+        words: usize,
+        ms: f64,
+        steps: f64,
+        flops: f64,
+        sms: u32,
+        latency: bool,
+    ) {
+        let cycles: Vec<f64> = t.chunks(words).map(|w| w[0] as f64).collect();
+        let ns: Vec<f64> = t.chunks(words).map(|w| w[1] as f64).collect();
+        let longest = cycles.iter().copied().fold(0.0, f64::max);
+        self.time.push(ms);
+        self.cyc.push(median(&cycles) / steps);
+        if !latency {
+            self.tflops.push(flops / (ms * 1e9));
+            self.clock.push(longest / (ms * 1e3));
+            self.fpc.push(flops / (sms as f64 * longest.max(1.0)));
+        }
+        let per_warp: Vec<f64> = cycles
+            .iter()
+            .zip(&ns)
+            .filter(|(_, n)| **n > 0.0)
+            .map(|(c, n)| c / n * 1e3)
+            .collect();
+        if !per_warp.is_empty() {
+            self.gclock.push(median(&per_warp));
+        }
+        self.last = t.to_vec();
+    }
+
+    /// How many SMs the last launch's timed warps ran on, and the fewest and the most on one.
+    pub(crate) fn sm_spread(&self, words: usize) -> (u32, u32, u32) {
+        let mut per_sm: BTreeMap<u64, u32> = BTreeMap::new();
+        for w in self.last.chunks(words) {
+            *per_sm.entry(w[2]).or_default() += 1;
+        }
+        (
+            per_sm.len() as u32,
+            per_sm.values().copied().min().unwrap_or(0),
+            per_sm.values().copied().max().unwrap_or(0),
+        )
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn run_point(
     backend: &CudaBackend,
@@ -198,56 +261,28 @@ fn run_point(
     let mmas = per_warp_mmas * warps_total as u64;
     let flops = mmas as f64 * v.flops() as f64;
     let steps = (iters * k.shape.unroll as u64) as f64;
-    let (mut time, mut tflops, mut fpc, mut clock, mut gclock, mut cyc) =
-        (vec![], vec![], vec![], vec![], vec![], vec![]);
-    let mut last_timing = Vec::new();
+    let mut samples = Samples::default();
     for _ in 0..s.runs.max(1) {
         let ms = go(iters)?;
         let t = timing.read_u64(warps_total * TIMING_WORDS)?;
-        let cycles: Vec<f64> = t.chunks(TIMING_WORDS).map(|w| w[0] as f64).collect();
-        let ns: Vec<f64> = t.chunks(TIMING_WORDS).map(|w| w[1] as f64).collect();
-        let longest = cycles.iter().copied().fold(0.0, f64::max);
-        time.push(ms);
-        cyc.push(median(&cycles) / steps);
-        if !latency {
-            tflops.push(flops / (ms * 1e9));
-            clock.push(longest / (ms * 1e3));
-            fpc.push(flops / (sms as f64 * longest.max(1.0)));
-        }
-        let per_warp: Vec<f64> = cycles
-            .iter()
-            .zip(&ns)
-            .filter(|(_, n)| **n > 0.0)
-            .map(|(c, n)| c / n * 1e3)
-            .collect();
-        if !per_warp.is_empty() {
-            gclock.push(median(&per_warp));
-        }
-        last_timing = t;
+        samples.push(&t, TIMING_WORDS, ms, steps, flops, sms, latency);
     }
     r.iters = iters;
     r.mma_per_launch = mmas;
-    r.time_ms = Stat::of(&time);
-    r.tflops = Stat::of(&tflops);
-    r.flops_per_sm_per_clock = Stat::of(&fpc);
-    r.clock_mhz = Stat::of(&clock);
-    r.clock_globaltimer_mhz = Stat::of(&gclock);
-    r.cycles_per_mma_per_chain = Stat::of(&cyc);
+    r.time_ms = Stat::of(&samples.time);
+    r.tflops = Stat::of(&samples.tflops);
+    r.flops_per_sm_per_clock = Stat::of(&samples.fpc);
+    r.clock_mhz = Stat::of(&samples.clock);
+    r.clock_globaltimer_mhz = Stat::of(&samples.gclock);
+    r.cycles_per_mma_per_chain = Stat::of(&samples.cyc);
 
-    let mut per_sm: BTreeMap<u64, u32> = BTreeMap::new();
-    for w in last_timing.chunks(TIMING_WORDS) {
-        *per_sm.entry(w[2]).or_default() += 1;
-    }
-    let (lo, hi) = (
-        per_sm.values().copied().min().unwrap_or(0),
-        per_sm.values().copied().max().unwrap_or(0),
-    );
+    let (used, lo, hi) = samples.sm_spread(TIMING_WORDS);
     let expect_sms = if latency { 1 } else { sms };
     let placement = Placement {
-        sms_used: per_sm.len() as u32,
+        sms_used: used,
         min_warps_per_sm: lo,
         max_warps_per_sm: hi,
-        as_intended: per_sm.len() as u32 == expect_sms && lo == warps_per_sm && hi == warps_per_sm,
+        as_intended: used == expect_sms && lo == warps_per_sm && hi == warps_per_sm,
     };
     r.placement = Some(placement);
     if !placement.as_intended {

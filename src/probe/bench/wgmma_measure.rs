@@ -1,8 +1,8 @@
 //! The wgmma bench on the GPU: load exactly the inspected cubins, time the latency kernel and
 //! the throughput kernels, and judge each point (see `super::wgmma` for what is reported).
 
-use super::measure::{calibrate, cubin_loadable};
-use super::report::{BenchDevice, PointStatus, Stat, median};
+use super::measure::{Samples, calibrate, cubin_loadable};
+use super::report::{BenchDevice, PointStatus, Stat};
 use super::sass::{CheckStatus, SassCheck};
 use super::wgmma::*;
 use super::wgmma_prepare::{WgKernel, WgPrepared};
@@ -14,7 +14,6 @@ use crate::wgmma::bench::{
     sass_mnemonic, smem_bytes, wg_inputs,
 };
 use anyhow::{Context, Result, anyhow, bail};
-use std::collections::BTreeMap;
 
 struct Loaded {
     function: cudarc::driver::sys::CUfunction,
@@ -196,60 +195,40 @@ fn run_point(
     let per_group = iters * shape.wgmma_per_iter() as u64;
     let wgmmas = per_group * groups_total as u64;
     let flops = wgmmas as f64 * v.flops() as f64;
-    let (mut time, mut rate, mut fpc, mut clock, mut gclock, mut cyc) =
-        (vec![], vec![], vec![], vec![], vec![], vec![]);
-    let mut last = Vec::new();
+    let mut samples = Samples::default();
     for _ in 0..s.runs.max(1) {
         let ms = go(iters)?;
         let t = b.timing.read_u64(groups_total * WG_TIMING_WORDS)?;
-        let cycles: Vec<f64> = t.chunks(WG_TIMING_WORDS).map(|w| w[0] as f64).collect();
-        let ns: Vec<f64> = t.chunks(WG_TIMING_WORDS).map(|w| w[1] as f64).collect();
-        let longest = cycles.iter().copied().fold(0.0, f64::max);
-        time.push(ms);
-        cyc.push(median(&cycles) / per_group as f64);
-        if !shape.is_latency() {
-            rate.push(flops / (ms * 1e9));
-            clock.push(longest / (ms * 1e3));
-            fpc.push(flops / (sms as f64 * longest.max(1.0)));
-        }
-        let per: Vec<f64> = cycles
-            .iter()
-            .zip(&ns)
-            .filter(|(_, n)| **n > 0.0)
-            .map(|(c, n)| c / n * 1e3)
-            .collect();
-        if !per.is_empty() {
-            gclock.push(median(&per));
-        }
-        last = t;
+        samples.push(
+            &t,
+            WG_TIMING_WORDS,
+            ms,
+            per_group as f64,
+            flops,
+            sms,
+            shape.is_latency(),
+        );
     }
     r.iters = iters;
     r.wgmma_per_launch = wgmmas;
-    r.time_ms = Stat::of(&time);
-    r.tflops = Stat::of(&rate);
-    r.flops_per_sm_per_clock = Stat::of(&fpc);
-    r.clock_mhz = Stat::of(&clock);
-    r.clock_globaltimer_mhz = Stat::of(&gclock);
-    r.cycles_per_wgmma = Stat::of(&cyc);
+    r.time_ms = Stat::of(&samples.time);
+    r.tflops = Stat::of(&samples.tflops);
+    r.flops_per_sm_per_clock = Stat::of(&samples.fpc);
+    r.clock_mhz = Stat::of(&samples.clock);
+    r.clock_globaltimer_mhz = Stat::of(&samples.gclock);
+    r.cycles_per_wgmma = Stat::of(&samples.cyc);
 
-    let mut on_sm: BTreeMap<u64, u32> = BTreeMap::new();
-    for w in last.chunks(WG_TIMING_WORDS) {
-        *on_sm.entry(w[2]).or_default() += 1;
-    }
-    let (lo, hi) = (
-        on_sm.values().copied().min().unwrap_or(0),
-        on_sm.values().copied().max().unwrap_or(0),
-    );
+    let (used, lo, hi) = samples.sm_spread(WG_TIMING_WORDS);
     let (want_sms, want_each) = if shape.is_latency() {
         (1, 1)
     } else {
         (sms, shape.warpgroups * per_sm)
     };
     let placement = WgPlacement {
-        sms_used: on_sm.len() as u32,
+        sms_used: used,
         min_warpgroups_per_sm: lo,
         max_warpgroups_per_sm: hi,
-        as_intended: on_sm.len() as u32 == want_sms && lo == want_each && hi == want_each,
+        as_intended: used == want_sms && lo == want_each && hi == want_each,
     };
     r.placement = Some(placement);
     if !placement.as_intended {

@@ -399,7 +399,7 @@ mod tests {
         assert!(page.contains("# Shared memory: 16-bit elements, K-major, swizzle 128B"));
         assert!(page.contains("| A | 128B | `byte = xor128B(start + 128·row + 2·col) - start` |"));
         assert!(page.contains("(SBO is the byte step of row/8)"), "{page}");
-        assert!(page.contains("- **LBO×2** (A and B: LBO 8192 → 16384; against `packed`): A: the same form. B: the same form."));
+        assert!(page.contains("- **LBO×2** (A: LBO 8192 → 16384; B: LBO 16384 → 32768; against `packed`): A: the same form. B: the same form."));
         assert!(page.contains("against `start+256`"));
         // A's line 1 holds row m1; under the 128B XOR its k 0–7 chunk sits at +16, k 8–15 at +0.
         let a = files[1].1.as_str();
