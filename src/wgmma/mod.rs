@@ -8,6 +8,7 @@
 
 pub mod arith;
 pub mod backend;
+mod batch;
 pub mod bench;
 pub mod catalog;
 pub mod desc;
@@ -20,6 +21,7 @@ pub mod numerics;
 pub mod probe;
 pub mod rejected;
 pub mod sass;
+pub mod setting;
 pub mod smem;
 #[cfg(test)]
 pub(crate) mod testing;
