@@ -245,6 +245,9 @@ pub fn pick_wgmma(
                 .filter(|v| !v.sparse && filter.is_none_or(|f| v.id().contains(f))),
         );
     }
+    // A variant named twice is probed once: its files are written by one thread.
+    let mut seen = std::collections::HashSet::new();
+    out.retain(|v| seen.insert(v.id()));
     if out.is_empty() {
         match filter {
             Some(f) => bail!("no dense wgmma variant's id contains '{f}'"),

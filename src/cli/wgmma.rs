@@ -42,8 +42,9 @@ pub struct Common {
     /// Seed of the random validation inputs.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Variants (or studies) probed side by side; default: one per CPU core. Each JITs its
-    /// kernel and does its host work on its own thread; launches share the device.
+    /// Variants (or studies) probed side by side; default: one per CPU core. The kernels are
+    /// built first, side by side; then each variant's launches and host work run on a thread
+    /// of their own, sharing the device.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=256))]
     pub jobs: Option<u32>,
 }
@@ -200,7 +201,13 @@ pub fn run(args: Args) -> Result<ExitCode> {
                         );
                     }
                     for &s in &swizzles {
-                        studies.push((v.clone(), s, m));
+                        // A study named twice runs once: its files are written by one thread.
+                        if !studies
+                            .iter()
+                            .any(|(w, t, n)| w == &v && *t == s && *n == m)
+                        {
+                            studies.push((v.clone(), s, m));
+                        }
                     }
                 }
             }

@@ -107,9 +107,9 @@ unsafe impl Sync for Loaded {}
 
 type KernelSlot = Arc<OnceLock<std::result::Result<Loaded, String>>>;
 
-/// The GPU backend: the probe kernel per (variant, transposes), loaded on first use. Threads
-/// that want different kernels JIT them side by side; a thread that wants a kernel another is
-/// loading waits for that one.
+/// The GPU backend: the probe kernel per (variant, transposes), built on first use. Threads
+/// that want different kernels build them side by side; a thread that wants a kernel another
+/// is building waits for that one.
 pub struct WgCuda<'a> {
     pub dev: &'a CudaBackend,
     kernels: Mutex<HashMap<(String, Transpose), KernelSlot>>,
@@ -144,8 +144,8 @@ impl<'a> WgCuda<'a> {
         )
     }
 
-    /// Load the kernels of `items` side by side before any launch: the driver's JIT holds the
-    /// context while it compiles, so compiling while other threads launch stalls them all.
+    /// Build the kernels of `items` side by side before any launch: where the driver's JIT
+    /// compiles, it holds the context, and compiling while other threads launch stalls them.
     pub fn prefetch(&self, items: &[(WgVariant, Transpose)]) -> Result<()> {
         use rayon::prelude::*;
         items
@@ -153,7 +153,7 @@ impl<'a> WgCuda<'a> {
             .try_for_each(|(v, tr)| self.function(v, *tr).map(|_| ()))
     }
 
-    /// Kernels loaded so far and the JIT time they took (summed over threads).
+    /// Kernels built so far and the time that took (summed over threads).
     pub fn jit_stats(&self) -> (usize, Duration) {
         let n = self
             .kernels
