@@ -13,13 +13,14 @@ use crate::provenance::Provenance;
 use anyhow::{Context, Result, anyhow, bail};
 use std::collections::BTreeMap;
 
-/// A loaded kernel.
-struct Loaded {
-    function: cudarc::driver::sys::CUfunction,
-    _module: crate::device::cuda::PtxModule,
-    how: &'static str,
-    check: SassCheck,
-    registers: Option<u32>,
+/// A loaded bench kernel, mma.sync or wgmma.
+pub(crate) struct Loaded {
+    pub function: cudarc::driver::sys::CUfunction,
+    pub _module: crate::device::cuda::PtxModule,
+    /// `cubin`, or `ptx-jit` where the driver compiled the PTX.
+    pub how: &'static str,
+    pub check: SassCheck,
+    pub registers: Option<u32>,
 }
 
 /// Whether a cubin from `tc` can be loaded by a driver of version `driver`: a newer major
@@ -38,28 +39,66 @@ pub fn cubin_loadable(tc: &Toolchain, driver: (u32, u32)) -> Result<(), String> 
 }
 
 fn load(backend: &CudaBackend, p: &Prepared, k: &PreparedKernel) -> Result<Loaded> {
-    let body = k.shape.body_mmas();
-    let jit = |why: String| -> Result<(crate::device::cuda::PtxModule, SassCheck)> {
-        let m = backend.load_ptx_module(&k.ptx).with_context(|| {
+    let no_cubin = if k.check.status == CheckStatus::Unverified {
+        k.check.detail.clone()
+    } else {
+        "no cubin".to_string()
+    };
+    load_kernel(
+        backend,
+        p.toolchain.as_ref(),
+        BenchKernel {
+            cubin: k.cubin.as_deref(),
+            ptx: &k.ptx,
+            check: &k.check,
+            body: k.shape.body_mmas(),
+            entry: BENCH_ENTRY,
+        },
+        no_cubin,
+        || {
             format!(
-                "loading the bench kernel of {} ({} chains) through the PTX JIT",
+                "the bench kernel of {} ({} chains)",
                 p.variant.id(),
                 k.shape.chains
             )
-        })?;
+        },
+    )
+}
+
+/// What [`load_kernel`] loads: the assembled cubin where there is one, its PTX, the SASS
+/// guard's verdict on the cubin, the mma instructions of the timed body, the entry's name.
+pub(crate) struct BenchKernel<'a> {
+    pub cubin: Option<&'a [u8]>,
+    pub ptx: &'a str,
+    pub check: &'a SassCheck,
+    pub body: u32,
+    pub entry: &'a str,
+}
+
+/// Load a bench kernel: its cubin where the toolchain's cubins load on this driver, else the
+/// driver's JIT of its PTX, whose SASS the guard did not see (`no_cubin` says why there was
+/// no cubin to load; `what` names the kernel in errors).
+pub(crate) fn load_kernel(
+    backend: &CudaBackend,
+    toolchain: Option<&Toolchain>,
+    k: BenchKernel,
+    no_cubin: String,
+    what: impl Fn() -> String,
+) -> Result<Loaded> {
+    let jit = |why: String| -> Result<(crate::device::cuda::PtxModule, SassCheck)> {
+        let m = backend
+            .load_ptx_module(k.ptx)
+            .with_context(|| format!("loading {} through the PTX JIT", what()))?;
         Ok((
             m,
             SassCheck::unverified(
-                body,
+                k.body,
                 format!("{why}; the driver JIT-compiled the PTX, whose SASS was not inspected"),
             ),
         ))
     };
-    let loadable = p
-        .toolchain
-        .as_ref()
-        .map(|tc| cubin_loadable(tc, backend.driver_version()));
-    let (module, check, how) = match (&k.cubin, loadable) {
+    let loadable = toolchain.map(|tc| cubin_loadable(tc, backend.driver_version()));
+    let (module, check, how) = match (k.cubin, loadable) {
         (Some(cubin), Some(Ok(()))) => match backend.load_cubin(cubin) {
             Ok(m) => (m, k.check.clone(), "cubin"),
             Err(e) => {
@@ -72,16 +111,11 @@ fn load(backend: &CudaBackend, p: &Prepared, k: &PreparedKernel) -> Result<Loade
             (m, c, "ptx-jit")
         }
         _ => {
-            let why = if k.check.status == CheckStatus::Unverified {
-                k.check.detail.clone()
-            } else {
-                "no cubin".to_string()
-            };
-            let (m, c) = jit(why)?;
+            let (m, c) = jit(no_cubin)?;
             (m, c, "ptx-jit")
         }
     };
-    let function = module.function(BENCH_ENTRY)?;
+    let function = module.function(k.entry)?;
     // SAFETY: `function` belongs to `module`, loaded into the backend's context and alive.
     let registers = unsafe {
         backend.function_attribute(

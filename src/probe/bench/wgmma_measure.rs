@@ -1,84 +1,40 @@
 //! The wgmma bench on the GPU: load exactly the inspected cubins, time the latency kernel and
 //! the throughput kernels, and judge each point (see `super::wgmma` for what is reported).
 
-use super::measure::{Samples, calibrate, cubin_loadable};
+use super::measure::{BenchKernel, Loaded, Samples, calibrate, load_kernel};
 use super::report::{BenchDevice, PointStatus, Stat};
 use super::sass::{CheckStatus, SassCheck};
 use super::wgmma::*;
 use super::wgmma_prepare::{WgKernel, WgPrepared};
-use crate::device::cuda::{CudaBackend, DeviceBuffer, KernelArg, PtxModule};
+use crate::device::cuda::{CudaBackend, DeviceBuffer, KernelArg};
 use crate::provenance::Provenance;
 use crate::wgmma::WgVariant;
 use crate::wgmma::bench::{
     WG_BENCH_ENTRY, WG_TIMING_WORDS, WgShape, accumulators_finite, bench_ptx_version, d_words,
     sass_mnemonic, smem_bytes, wg_inputs,
 };
-use anyhow::{Context, Result, anyhow, bail};
-
-struct Loaded {
-    function: cudarc::driver::sys::CUfunction,
-    _module: PtxModule,
-    how: &'static str,
-    check: SassCheck,
-    registers: Option<u32>,
-}
+use anyhow::{Result, anyhow, bail};
 
 fn load(backend: &CudaBackend, p: &WgPrepared, k: &WgKernel) -> Result<Loaded> {
-    let body = k.shape.wgmma_per_iter();
-    let jit = |why: String| -> Result<(PtxModule, SassCheck)> {
-        let m = backend.load_ptx_module(&k.ptx).with_context(|| {
+    load_kernel(
+        backend,
+        p.toolchain.as_ref(),
+        BenchKernel {
+            cubin: k.cubin.as_deref(),
+            ptx: &k.ptx,
+            check: &k.check,
+            body: k.shape.wgmma_per_iter(),
+            entry: WG_BENCH_ENTRY,
+        },
+        k.check.detail.clone(),
+        || {
             format!(
-                "loading the wgmma bench kernel of {} ({}) through the PTX JIT",
+                "the wgmma bench kernel of {} ({})",
                 p.variant.id(),
                 describe_shape(&k.shape)
             )
-        })?;
-        Ok((
-            m,
-            SassCheck::unverified(
-                body,
-                format!("{why}; the driver JIT-compiled the PTX, whose SASS was not inspected"),
-            ),
-        ))
-    };
-    let loadable = p
-        .toolchain
-        .as_ref()
-        .map(|tc| cubin_loadable(tc, backend.driver_version()));
-    let (module, check, how) = match (&k.cubin, loadable) {
-        (Some(cubin), Some(Ok(()))) => match backend.load_cubin(cubin) {
-            Ok(m) => (m, k.check.clone(), "cubin"),
-            Err(e) => {
-                let (m, c) = jit(format!("the cubin did not load ({e:#})"))?;
-                (m, c, "ptx-jit")
-            }
         },
-        (_, Some(Err(why))) => {
-            let (m, c) = jit(why)?;
-            (m, c, "ptx-jit")
-        }
-        _ => {
-            let (m, c) = jit(k.check.detail.clone())?;
-            (m, c, "ptx-jit")
-        }
-    };
-    let function = module.function(WG_BENCH_ENTRY)?;
-    // SAFETY: `function` belongs to `module`, loaded into the backend's context and alive.
-    let registers = unsafe {
-        backend.function_attribute(
-            function,
-            cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_NUM_REGS,
-        )
-    }
-    .ok()
-    .map(|n| n as u32);
-    Ok(Loaded {
-        function,
-        _module: module,
-        how,
-        check,
-        registers,
-    })
+    )
 }
 
 /// CTAs of `threads` threads and `smem` bytes of dynamic shared memory that fit on one SM.
