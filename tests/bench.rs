@@ -28,6 +28,7 @@ use fp4probe::provenance::Provenance;
 use fp4probe::tools;
 
 mod common;
+use common::par_map;
 use fp4probe::outfile::Outputs;
 
 /// The toolchain the offline tests use; panics under CI when there is none.
@@ -54,24 +55,6 @@ fn toolchain(need_disassembler: bool) -> Option<Toolchain> {
     }
     println!("skipped: ptxas (or a disassembler) not found (run .ci/install-cuda-tools)");
     None
-}
-
-/// `f` over `items` on a few threads, results in order.
-fn par_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    let threads = std::thread::available_parallelism()
-        .map_or(2, |n| n.get())
-        .clamp(2, 8);
-    let chunk = items.len().div_ceil(threads).max(1);
-    std::thread::scope(|s| {
-        let handles: Vec<_> = items
-            .chunks(chunk)
-            .map(|part| s.spawn(|| part.iter().map(&f).collect::<Vec<R>>()))
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().expect("worker panicked"))
-            .collect()
-    })
 }
 
 fn assemble_all(tc: &Toolchain, variants: &[Variant], cc: (u32, u32)) -> Vec<String> {

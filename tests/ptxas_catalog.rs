@@ -7,52 +7,11 @@
 //! pinned ones under `.tools/`. Without ptxas the tests print "skipped: ptxas not found" and
 //! pass, except under CI (env `CI` set), where they fail.
 
+mod common;
+use common::{have_ptxas, par_map};
 use fp4probe::isa::{Rejected, Target, Variant, catalog, find, rejected_spellings};
 use fp4probe::probe::ptx::fragment_kernel;
 use fp4probe::tools::{self, AssembleError};
-
-/// Whether ptxas is here; panics under CI when it is not.
-fn have_ptxas() -> bool {
-    if let Some(p) = tools::find_tool("ptxas") {
-        let version = tools::ptxas_version().unwrap_or_else(|| "unknown version".into());
-        println!("ptxas {version}: {}", p.display());
-        if version != Rejected::PTXAS_VERSION {
-            println!(
-                "note: rejected.rs quotes ptxas {}; this one may word its messages differently",
-                Rejected::PTXAS_VERSION
-            );
-        }
-        return true;
-    }
-    if std::env::var_os("CI").is_some_and(|v| !v.is_empty()) {
-        panic!(
-            "ptxas not found under CI: run .ci/install-cuda-tools before the tests (it installs \
-             the pinned nvidia-cuda-nvcc/cuobjdump/nvdisasm wheels into .tools/), or point \
-             FP4PROBE_CUDA_BIN at a CUDA bin directory. Searched: {:?}",
-            tools::search_dirs()
-        );
-    }
-    println!("skipped: ptxas not found (run .ci/install-cuda-tools)");
-    false
-}
-
-/// `f` over `items` on a few threads (ptxas runs as a subprocess per item), results in order.
-fn par_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    let threads = std::thread::available_parallelism()
-        .map_or(2, |n| n.get())
-        .clamp(2, 8);
-    let chunk = items.len().div_ceil(threads).max(1);
-    std::thread::scope(|s| {
-        let handles: Vec<_> = items
-            .chunks(chunk)
-            .map(|part| s.spawn(|| part.iter().map(&f).collect::<Vec<R>>()))
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().expect("worker panicked"))
-            .collect()
-    })
-}
 
 fn assemble_variant(v: &Variant) -> Result<Vec<u8>, AssembleError> {
     tools::assemble(
@@ -63,7 +22,7 @@ fn assemble_variant(v: &Variant) -> Result<Vec<u8>, AssembleError> {
 
 #[test]
 fn every_catalog_variant_assembles_for_its_min_target() {
-    if !have_ptxas() {
+    if !have_ptxas(Rejected::PTXAS_VERSION, "rejected.rs") {
         return;
     }
     let start = std::time::Instant::now();
@@ -94,7 +53,7 @@ fn every_catalog_variant_assembles_for_its_min_target() {
 
 #[test]
 fn rejected_spellings_are_rejected_with_the_recorded_message() {
-    if !have_ptxas() {
+    if !have_ptxas(Rejected::PTXAS_VERSION, "rejected.rs") {
         return;
     }
     let start = std::time::Instant::now();
@@ -134,7 +93,7 @@ fn rejected_spellings_are_rejected_with_the_recorded_message() {
 /// rejection is about the instruction, not the declarations.
 #[test]
 fn rejected_module_accepts_the_corrected_spellings() {
-    if !have_ptxas() {
+    if !have_ptxas(Rejected::PTXAS_VERSION, "rejected.rs") {
         return;
     }
     let fixed = [
@@ -187,7 +146,7 @@ struct SassCase {
 /// emulated with HMMA on sm_90.
 #[test]
 fn sass_shows_the_tensor_core_instruction() {
-    if !have_ptxas() {
+    if !have_ptxas(Rejected::PTXAS_VERSION, "rejected.rs") {
         return;
     }
     if tools::find_tool("cuobjdump").is_none() && tools::find_tool("nvdisasm").is_none() {

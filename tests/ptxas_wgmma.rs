@@ -9,69 +9,12 @@
 //! tests print "skipped: ptxas not found" and pass, except under CI (env `CI` set), where they
 //! fail.
 
+mod common;
+use common::{have_ptxas, par_map};
 use fp4probe::isa::Target;
 use fp4probe::tools::{self, AssembleError};
 use fp4probe::wgmma::rejected::{Rejected, rejected_spellings};
 use fp4probe::wgmma::{ASource, Immediates, WgOperands, WgVariant, catalog};
-use std::sync::atomic::{AtomicUsize, Ordering};
-
-/// Whether ptxas is here; panics under CI when it is not.
-fn have_ptxas() -> bool {
-    if let Some(p) = tools::find_tool("ptxas") {
-        let version = tools::ptxas_version().unwrap_or_else(|| "unknown version".into());
-        println!("ptxas {version}: {}", p.display());
-        if version != Rejected::PTXAS_VERSION {
-            println!(
-                "note: wgmma/rejected.rs quotes ptxas {}; this one may word its messages \
-                 differently",
-                Rejected::PTXAS_VERSION
-            );
-        }
-        return true;
-    }
-    if std::env::var_os("CI").is_some_and(|v| !v.is_empty()) {
-        panic!(
-            "ptxas not found under CI: run .ci/install-cuda-tools before the tests (it installs \
-             the pinned nvidia-cuda-nvcc/cuobjdump/nvdisasm wheels into .tools/), or point \
-             FP4PROBE_CUDA_BIN at a CUDA bin directory. Searched: {:?}",
-            tools::search_dirs()
-        );
-    }
-    println!("skipped: ptxas not found (run .ci/install-cuda-tools)");
-    false
-}
-
-/// `f` over `items` on a few threads (ptxas runs as a subprocess per item), results in order.
-/// Each thread takes the next item when it is done with one, so a slow item does not hold up
-/// the items behind it.
-fn par_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    let threads = std::thread::available_parallelism()
-        .map_or(2, |n| n.get())
-        .clamp(2, 8);
-    let next = AtomicUsize::new(0);
-    let mut out: Vec<(usize, R)> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads)
-            .map(|_| {
-                s.spawn(|| {
-                    let mut done = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(item) = items.get(i) else {
-                            return done;
-                        };
-                        done.push((i, f(item)));
-                    }
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().expect("worker panicked"))
-            .collect()
-    });
-    out.sort_by_key(|(i, _)| *i);
-    out.into_iter().map(|(_, r)| r).collect()
-}
 
 const SM90A: Target = Target::sm_a(9, 0);
 
@@ -208,7 +151,7 @@ fn message(e: &AssembleError) -> String {
 
 #[test]
 fn every_catalog_entry_assembles_for_sm_90a() {
-    if !have_ptxas() {
+    if !have_ptxas(Rejected::PTXAS_VERSION, "wgmma/rejected.rs") {
         return;
     }
     let start = std::time::Instant::now();
@@ -264,7 +207,7 @@ fn every_catalog_entry_assembles_for_sm_90a() {
 /// instruction, each on its own line ("... not supported on .target 'sm_90'").
 #[test]
 fn sm_90_without_a_is_rejected() {
-    if !have_ptxas() {
+    if !have_ptxas(Rejected::PTXAS_VERSION, "wgmma/rejected.rs") {
         return;
     }
     let sm90 = Target::sm(9, 0);
@@ -309,7 +252,7 @@ fn sm_90_without_a_is_rejected() {
 
 #[test]
 fn rejected_spellings_are_rejected_with_the_recorded_message() {
-    if !have_ptxas() {
+    if !have_ptxas(Rejected::PTXAS_VERSION, "wgmma/rejected.rs") {
         return;
     }
     let spellings = rejected_spellings();
@@ -343,7 +286,7 @@ fn rejected_spellings_are_rejected_with_the_recorded_message() {
 /// assembles in it, so a rejection is about the instruction, not the declarations.
 #[test]
 fn rejected_module_accepts_catalog_instructions() {
-    if !have_ptxas() {
+    if !have_ptxas(Rejected::PTXAS_VERSION, "wgmma/rejected.rs") {
         return;
     }
     for id in [

@@ -10,6 +10,7 @@ use fp4probe::sass::{self, Lowering, SassError, SassReport, Toolchain, Toolchain
 use std::process::Command;
 
 mod common;
+use common::par_map;
 
 /// Whether the pinned toolchain is here; panics under CI when it is not.
 fn have_tools() -> bool {
@@ -29,17 +30,6 @@ fn have_tools() -> bool {
             false
         }
     }
-}
-
-/// `f` over `items` on a few threads (each report runs ptxas and cuobjdump), results in order.
-fn par_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    std::thread::scope(|s| {
-        let handles: Vec<_> = items.iter().map(|x| s.spawn(|| f(x))).collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("worker panicked"))
-            .collect()
-    })
 }
 
 fn offline(id: &str, target: Option<Target>) -> SassReport {

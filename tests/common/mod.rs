@@ -120,3 +120,44 @@ pub fn check_well_formed(svg: &str) {
         );
     }
 }
+
+/// `f` over `items` on 2 to 8 threads (each item runs ptxas or the like as a subprocess),
+/// results in the items' order.
+pub fn par_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    use rayon::prelude::*;
+    let threads = std::thread::available_parallelism()
+        .map_or(2, |n| n.get())
+        .clamp(2, 8);
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .expect("test threads start")
+        .install(|| items.par_iter().map(&f).collect())
+}
+
+/// Whether ptxas is here; panics under CI when it is not. `quoted` is the ptxas version whose
+/// messages `quoted_in` records.
+pub fn have_ptxas(quoted: &str, quoted_in: &str) -> bool {
+    use fp4probe::tools;
+    if let Some(p) = tools::find_tool("ptxas") {
+        let version = tools::ptxas_version().unwrap_or_else(|| "unknown version".into());
+        println!("ptxas {version}: {}", p.display());
+        if version != quoted {
+            println!(
+                "note: {quoted_in} quotes ptxas {quoted}; this one may word its messages \
+                 differently"
+            );
+        }
+        return true;
+    }
+    if std::env::var_os("CI").is_some_and(|v| !v.is_empty()) {
+        panic!(
+            "ptxas not found under CI: run .ci/install-cuda-tools before the tests (it installs \
+             the pinned nvidia-cuda-nvcc/cuobjdump/nvdisasm wheels into .tools/), or point \
+             FP4PROBE_CUDA_BIN at a CUDA bin directory. Searched: {:?}",
+            tools::search_dirs()
+        );
+    }
+    println!("skipped: ptxas not found (run .ci/install-cuda-tools)");
+    false
+}
