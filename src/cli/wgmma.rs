@@ -304,15 +304,14 @@ fn run_probe(
         picked.len() - failed,
         start.elapsed().as_secs_f64(),
         backend.info().name,
-        jit_note(jit, common, jit_wall)
+        jit_note(jit, pool.current_num_threads(), jit_wall)
     );
     Ok(finish(emulator, failed))
 }
 
 /// How many kernels were built, by what, the wall time of that phase and its time summed
 /// over threads.
-fn jit_note(jit: Option<&WgCuda>, common: &Common, wall_s: f64) -> String {
-    let threads = common.pool().map_or(1, |p| p.current_num_threads());
+fn jit_note(jit: Option<&WgCuda>, threads: usize, wall_s: f64) -> String {
     jit.map_or(String::new(), |c| {
         let (n, t) = c.jit_stats();
         format!(
@@ -421,7 +420,7 @@ fn run_smem(
         studies.len(),
         start.elapsed().as_secs_f64(),
         backend.info().name,
-        jit_note(jit, common, jit_wall)
+        jit_note(jit, pool.current_num_threads(), jit_wall)
     );
     Ok(finish(emulator, failed))
 }
