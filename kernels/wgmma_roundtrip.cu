@@ -14,6 +14,7 @@
 //   b   k x n   b[k_i * N + n_i]
 //   c, d  m x n c[m_i * N + n_i]
 // Shared memory: A's region from the 1024-byte-aligned base, B's from b_off; `bytes` in all.
+// Both descriptors carry `base_offset`, and the offset functions are told it.
 // Launch: one CTA of 128 threads, bytes + 1024 bytes of dynamic shared memory.
 
 #include "generated/wgmma/fp4probe_wgmma.cuh"
@@ -21,11 +22,17 @@
 #if defined(__CUDACC__)
 namespace wgtile {
 
-// The value bits `v` of a `Bits`-bit element at byte `byte` of shared memory.
+// The value bits `v` of a `Bits`-bit element at `at` of shared memory: a byte offset, or for
+// 1-bit elements a bit offset (bit i of byte j is bit 8j + i; eight elements share a byte, so
+// their bits are or-ed into zeroed words).
 template <int Bits>
-__device__ __forceinline__ void put(unsigned char* smem, unsigned byte, unsigned long long v) {
-  static_assert(Bits == 8 || Bits == 16 || Bits == 32, "byte-sized elements only");
-  if constexpr (Bits == 8) {
+__device__ __forceinline__ void put(unsigned char* smem, unsigned at, unsigned long long v) {
+  static_assert(Bits == 1 || Bits == 8 || Bits == 16 || Bits == 32, "1-bit or byte-sized elements");
+  const unsigned byte = at;
+  if constexpr (Bits == 1) {
+    atomicOr(reinterpret_cast<unsigned*>(smem + at / 32u * 4u),
+             static_cast<unsigned>(v & 1u) << (at % 32u));
+  } else if constexpr (Bits == 8) {
     smem[byte] = static_cast<unsigned char>(v);
   } else if constexpr (Bits == 16) {
     *reinterpret_cast<unsigned short*>(smem + byte) = static_cast<unsigned short>(v);
@@ -69,7 +76,8 @@ template <class F, int MajorA, int MajorB, int Swz, bool RegA>
 __device__ __forceinline__ void roundtrip(const unsigned long long* a, const unsigned long long* b,
                                           const unsigned long long* c, unsigned long long* d,
                                           unsigned lbo_a, unsigned sbo_a, unsigned lbo_b,
-                                          unsigned sbo_b, unsigned b_off, unsigned bytes) {
+                                          unsigned sbo_b, unsigned b_off, unsigned bytes,
+                                          unsigned base_offset) {
   namespace wg = fp4probe::wgmma;
   extern __shared__ unsigned char wg_smem_raw[];
   const unsigned raw = static_cast<unsigned>(__cvta_generic_to_shared(wg_smem_raw));
@@ -85,25 +93,26 @@ __device__ __forceinline__ void roundtrip(const unsigned long long* a, const uns
   if constexpr (!RegA) {
     using SA = wg::Smem<F::elem_bits, MajorA, Swz>;
     for (int e = t; e < M * K; e += 128) {
-      put<F::elem_bits>(smem, SA::offset(e / K, e % K, lbo_a, sbo_a, base), a[e]);
+      put<F::elem_bits>(smem, SA::offset(e / K, e % K, lbo_a, sbo_a, base, base_offset), a[e]);
     }
   }
   for (int e = t; e < K * N; e += 128) {
-    put<F::elem_bits>(smem + b_off, SB::offset(e % N, e / N, lbo_b, sbo_b, base + b_off), b[e]);
+    put<F::elem_bits>(smem + b_off,
+                      SB::offset(e % N, e / N, lbo_b, sbo_b, base + b_off, base_offset), b[e]);
   }
   // The generic-proxy writes above, made visible to wgmma's async proxy.
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
   __syncthreads();
   unsigned rd[F::D::regs];
   load<typename F::D>(rd, c, t);
-  const unsigned long long db = wg::make_desc(base + b_off, lbo_b, sbo_b, 0,
+  const unsigned long long db = wg::make_desc(base + b_off, lbo_b, sbo_b, base_offset,
                                               static_cast<wg::SwizzleMode>(Swz));
   if constexpr (RegA) {
     unsigned ra[F::A::regs];
     load<typename F::A>(ra, a, t);
     F::template mma_rs<0, MajorB == wg::kMajorMN>(rd, ra, db);
   } else {
-    const unsigned long long da = wg::make_desc(base, lbo_a, sbo_a, 0,
+    const unsigned long long da = wg::make_desc(base, lbo_a, sbo_a, base_offset,
                                                 static_cast<wg::SwizzleMode>(Swz));
     F::template mma_ss<MajorA == wg::kMajorMN, MajorB == wg::kMajorMN>(rd, da, db);
   }
@@ -115,8 +124,8 @@ __device__ __forceinline__ void roundtrip(const unsigned long long* a, const uns
 #define WG_ROUNDTRIP_PARAMS                                                                  \
   const unsigned long long *a, const unsigned long long *b, const unsigned long long *c,     \
       unsigned long long *d, unsigned lbo_a, unsigned sbo_a, unsigned lbo_b, unsigned sbo_b, \
-      unsigned b_off, unsigned bytes
-#define WG_ROUNDTRIP_ARGS a, b, c, d, lbo_a, sbo_a, lbo_b, sbo_b, b_off, bytes
+      unsigned b_off, unsigned bytes, unsigned base_offset
+#define WG_ROUNDTRIP_ARGS a, b, c, d, lbo_a, sbo_a, lbo_b, sbo_b, b_off, bytes, base_offset
 
 // wgmma_roundtrip_<NAME>: A and B from shared memory, majors MA and MB, swizzle mode SWZ.
 #define WG_SS(NAME, FAMILY, MA, MB, SWZ)                                                    \

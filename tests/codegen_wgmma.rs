@@ -13,7 +13,7 @@
 //! Regeneration itself (byte-identical output, stale files named) is tests/codegen.rs's.
 
 use fp4probe::codegen::wgmma::tables::{SmemForm, WgTable};
-use fp4probe::codegen::wgmma::verify::{self, Case, WIDE};
+use fp4probe::codegen::wgmma::verify::{self, BASE_OFFSET, Case, WIDE};
 use fp4probe::codegen::wgmma::{Part, cpp::offset_fn};
 use fp4probe::codegen::{self, Options, cpp_name, nvrtc};
 use fp4probe::generated::wgmma::{A_TABLES, D_TABLES, SMEM_FORMS};
@@ -123,9 +123,14 @@ fn every_committed_study_has_a_form_that_gives_every_byte() {
         for (op, start, d, entries) in measured(m) {
             // A is m64; B is as wide as the study's N, which sets the form's mn extent.
             let mn = if op == 'A' { 64 } else { f.measured_mn };
+            // Every swizzled study swept base offsets 1-3, and its form reproduces them with
+            // the base offset as the XOR's row phase.
+            if f.xor != Swizzle::None {
+                assert_eq!(&f.base_offsets[..], &[0, 1, 2, 3], "{path}");
+            }
             assert_eq!(entries.len() as u32, mn * f.measured_k, "{path} {op}");
             for (mn, k, want) in entries {
-                let got = f.bit_offset(mn, k, d.lbo, d.sbo, start);
+                let got = f.bit_offset(mn, k, d.lbo, d.sbo, start, d.base_offset);
                 assert_eq!(got, want, "{path} {op} (mn {mn}, k {k})");
                 checked += 1;
             }
@@ -260,6 +265,9 @@ fn families_take_tables_where_measured_and_closed_forms_where_not() {
     }
 }
 
+/// A descriptor start off the 1024-byte grid (as the studies' base-offset points had).
+const BO_START: u32 = 256;
+
 /// The plain C++17 program: every form over every element of its study's packed tiles, the
 /// descriptors of those tiles, and every register table's coordinates.
 fn cxx_program(studies: &[(String, WgSmemMap)]) -> String {
@@ -273,10 +281,11 @@ fn cxx_program(studies: &[(String, WgSmemMap)]) -> String {
         for (op, start, d, entries) in measured(m) {
             let _ = writeln!(
                 s,
-                "  std::printf(\"{path} {op}\");\n  for (unsigned mn = 0; mn < {mn}; ++mn)\n    for (unsigned k = 0; k < {k}; ++k)\n      std::printf(\" %u\", {}(mn, k, {}, {}, {start}));\n  std::printf(\"\\n\");",
+                "  std::printf(\"{path} {op}\");\n  for (unsigned mn = 0; mn < {mn}; ++mn)\n    for (unsigned k = 0; k < {k}; ++k)\n      std::printf(\" %u\", {}(mn, k, {}, {}, {start}, {}));\n  std::printf(\"\\n\");",
                 offset_fn(f),
                 d.lbo,
                 d.sbo,
+                d.base_offset,
                 mn = entries.iter().map(|e| e.0).max().unwrap() + 1,
                 k = f.measured_k,
             );
@@ -287,6 +296,17 @@ fn cxx_program(studies: &[(String, WgSmemMap)]) -> String {
                 d.sbo,
                 d.base_offset,
                 d.swizzle.code()
+            );
+        }
+        // The base offsets the form was measured with, at a start off the 1024-byte grid.
+        for &bo in f.base_offsets.iter().filter(|&&b| b != 0) {
+            let _ = writeln!(
+                s,
+                "  std::printf(\"{path} base offset {bo}\");\n  for (unsigned mn = 0; mn < 64; ++mn)\n    for (unsigned k = 0; k < {k}; ++k)\n      std::printf(\" %u\", {}(mn, k, {lbo}, {sbo}, {BO_START}, {bo}));\n  std::printf(\"\\n\");",
+                offset_fn(f),
+                k = f.measured_k,
+                lbo = f.pinned_lbo.unwrap_or(8192),
+                sbo = f.pinned_sbo.unwrap_or(1024),
             );
         }
     }
@@ -322,7 +342,9 @@ fn cxx_forms_descriptors_and_tables_match_the_measurements() {
             let mut it = line.split(' ');
             assert_eq!(it.next(), Some(path.as_str()));
             assert_eq!(it.next(), Some(op.to_string().as_str()));
-            let got: Vec<i64> = it.map(|x| x.parse::<i64>().unwrap() * 8).collect();
+            // Byte offsets, or bit offsets for 1-bit elements.
+            let unit = if f.elem_bits >= 8 { 8 } else { 1 };
+            let got: Vec<i64> = it.map(|x| x.parse::<i64>().unwrap() * unit).collect();
             for (mn, k, want) in entries {
                 assert_eq!(
                     got[(mn * f.measured_k + k) as usize],
@@ -336,6 +358,29 @@ fn cxx_forms_descriptors_and_tables_match_the_measurements() {
                 format!("desc {}", desc.encode(0)),
                 "{path} {op}"
             );
+        }
+        for &bo in f.base_offsets.iter().filter(|&&b| b != 0) {
+            let line = lines.next().unwrap();
+            let head = format!("{path} base offset {bo} ");
+            let got = line.strip_prefix(&head).unwrap_or_else(|| panic!("{line}"));
+            let (lbo, sbo) = (f.pinned_lbo.unwrap_or(8192), f.pinned_sbo.unwrap_or(1024));
+            let unit = if f.elem_bits >= 8 { 8 } else { 1 };
+            let mut got = got.split(' ').map(|x| x.parse::<i64>().unwrap() * unit);
+            for mn in 0..64 {
+                for k in 0..f.measured_k {
+                    let want = f.bit_offset(mn, k, lbo, sbo, BO_START, bo);
+                    let want = if unit == 8 {
+                        want.div_euclid(8) * 8
+                    } else {
+                        want
+                    };
+                    assert_eq!(
+                        got.next(),
+                        Some(want),
+                        "{path} base offset {bo} ({mn}, {k})"
+                    );
+                }
+            }
         }
     }
     for t in D_TABLES.iter().chain(A_TABLES.iter()) {
@@ -368,16 +413,11 @@ fn verify_covers_every_type_at_n16_and_every_swizzle_of_the_wide_tiles() {
         eprintln!("not run: {}: {why}", c.id());
     }
     let ran = |id: &str| ok.iter().any(|p| p.case.id() == id);
-    // D and A tables of every type at N = 16 (b1 has no committed 1-bit study).
+    // D and A tables of every type at N = 16, b1 included.
     for t in A_TABLES.iter() {
         for v in t.variants {
             let id = format!("{v}.K.none");
-            if find(v).unwrap().a == fp4probe::formats::ElemType::B1 {
-                let (_, why) = not.iter().find(|(c, _)| c.id() == id).unwrap();
-                assert!(why.contains("1-bit"), "{why}");
-            } else {
-                assert!(ran(&id), "{id} not planned");
-            }
+            assert!(ran(&id), "{id} not planned");
         }
     }
     for fam in WIDE {
@@ -386,16 +426,17 @@ fn verify_covers_every_type_at_n16_and_every_swizzle_of_the_wide_tiles() {
             if fam.contains("bf16") && (fam.contains("n64") || sw != Swizzle::B128) {
                 assert!(ran(&format!("{fam}.ss.MN.{}", sw.name())), "{fam} MN {sw}");
             }
+            if sw != Swizzle::None {
+                let id = format!("{fam}.ss.K.{}.bo{BASE_OFFSET}", sw.name());
+                assert!(ran(&id), "{id}");
+            }
         }
         assert!(ran(&format!("{fam}.rs.K.128B")), "{fam} rs");
     }
+    assert!(WIDE.iter().any(|f| f.contains("b1")));
     // What stays out is named with the reason the measurements give.
     for (c, why) in &not {
-        assert!(
-            why.contains("1-bit") || why.contains("measured for mn < 64"),
-            "{}: {why}",
-            c.id()
-        );
+        assert!(why.contains("measured for mn < 64"), "{}: {why}", c.id());
     }
     // Every runnable plan places A and B on distinct bytes inside shared memory.
     for p in &ok {

@@ -75,9 +75,17 @@ fn wgmma_tiles_through_the_generated_forms_and_tables_match_the_cpu_gemm_on_the_
     for fam in wg_verify::WIDE {
         for sw in Swizzle::ALL {
             ran(&format!("{fam}.ss.K.{}", sw.name()));
+            if sw != Swizzle::None {
+                ran(&format!(
+                    "{fam}.ss.K.{}.bo{}",
+                    sw.name(),
+                    wg_verify::BASE_OFFSET
+                ));
+            }
         }
         ran(&format!("{fam}.rs.K.128B"));
     }
+    ran("m64n16k256.s32.b1.b1.and.popc.rs.K.none");
     for sw in Swizzle::ALL {
         ran(&format!("m64n64k16.f32.bf16.bf16.ss.MN.{}", sw.name()));
     }

@@ -13,9 +13,8 @@ use crate::wgmma::kernel::probe_kernel;
 use crate::wgmma::map::{Status, WgLaneMap, WgSmemMap, smem_csv_header, smem_stem};
 use crate::wgmma::probe::{Setting, Work, probe};
 use crate::wgmma::smem::{point, study_variant, sweep_settings};
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use clap::Subcommand;
-use rayon::prelude::*;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -43,24 +42,57 @@ pub struct Common {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Variants (or studies) probed side by side; default: one per CPU core. The kernels are
-    /// built first, side by side; then each variant's launches and host work run on a thread
-    /// of their own, sharing the device.
+    /// built first, side by side; then variants run side by side, sharing the device, and each
+    /// one's own parallel host work (filling batches, decoding D) uses every core.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=256))]
     pub jobs: Option<u32>,
 }
 
 impl Common {
-    /// The thread pool the subcommands probe on.
-    fn pool(&self) -> Result<rayon::ThreadPool> {
-        let jobs = self.jobs.map_or_else(
+    /// Variants (or studies) run side by side.
+    fn jobs(&self) -> usize {
+        self.jobs.map_or_else(
             || std::thread::available_parallelism().map_or(1, |n| n.get()),
             |j| j as usize,
-        );
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(jobs)
-            .build()
-            .context("starting the probe threads")
+        )
     }
+}
+
+/// Run `f` on every item, `jobs` at a time, each on a plain thread of its own; the first error
+/// stops the threads from taking more. Plain threads, not a rayon pool: a variant's launches
+/// block its thread, and a rayon worker waiting for its own parallel work would steal another
+/// whole variant meanwhile. The items' parallel host work (filling batches, decoding D) goes
+/// to rayon's pool, one worker per core, whatever `jobs` is.
+fn side_by_side<T: Sync>(
+    items: &[T],
+    jobs: usize,
+    f: impl Fn(&T) -> Result<()> + Sync,
+) -> Result<()> {
+    let next = AtomicUsize::new(0);
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let workers: Vec<_> = (0..jobs.clamp(1, items.len().max(1)))
+            .map(|_| {
+                s.spawn(|| -> Result<()> {
+                    while !stop.load(Ordering::Relaxed) {
+                        let Some(item) = items.get(next.fetch_add(1, Ordering::Relaxed)) else {
+                            break;
+                        };
+                        if let Err(e) = f(item) {
+                            stop.store(true, Ordering::Relaxed);
+                            return Err(e);
+                        }
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| w.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect::<Result<Vec<()>>>()
+            .map(drop)
+    })
 }
 
 #[derive(Subcommand, Debug)]
@@ -244,7 +276,7 @@ fn run_probe(
         )?;
     }
     let start = Instant::now();
-    let pool = common.pool()?;
+    let jobs = common.jobs();
     if let Some(c) = jit {
         let kernels: Vec<_> = picked
             .iter()
@@ -257,46 +289,44 @@ fn run_probe(
                 )
             })
             .collect();
-        pool.install(|| c.prefetch(&kernels))?;
+        c.prefetch(&kernels)?;
     }
     let jit_wall = start.elapsed().as_secs_f64();
     let failed = AtomicUsize::new(0);
     // Lines print as variants finish, so their order follows the threads; the files do not
     // depend on it.
-    pool.install(|| {
-        picked.par_iter().try_for_each(|v| -> Result<()> {
-            let setting = Setting::packed(v, swizzle, major, major);
-            let out = probe(backend, v, &setting, common.seed)?;
-            let prov = Provenance::new(
-                backend.info(),
-                probe_kernel(v, setting.launch(v).transpose()),
-            );
-            let map = WgLaneMap::new(v, &setting, &out, prov);
-            let path = map.write(&dir, &outputs)?;
-            let ok = map.status == Status::Passed;
-            if !ok {
-                failed.fetch_add(1, Ordering::Relaxed);
-            }
-            let mut line = format!(
-                "{:<40} {:<6} {:>8.3} s  {:>6} experiments  vs documented: {}  -> {}",
-                v.id(),
-                if ok { "passed" } else { "FAILED" },
-                out.wall_s,
-                out.work.experiments,
-                map.documented_mismatches
-                    .map_or("-".to_string(), |n| if n == 0 {
-                        "identical".into()
-                    } else {
-                        format!("{n} slots differ")
-                    }),
-                path.display()
-            );
-            if let Some(f) = &map.failure {
-                line += &format!("\n    failure: {f}");
-            }
-            println!("{line}");
-            Ok(())
-        })
+    side_by_side(picked, jobs, |v| -> Result<()> {
+        let setting = Setting::packed(v, swizzle, major, major);
+        let out = probe(backend, v, &setting, common.seed)?;
+        let prov = Provenance::new(
+            backend.info(),
+            probe_kernel(v, setting.launch(v).transpose()),
+        );
+        let map = WgLaneMap::new(v, &setting, &out, prov);
+        let path = map.write(&dir, &outputs)?;
+        let ok = map.status == Status::Passed;
+        if !ok {
+            failed.fetch_add(1, Ordering::Relaxed);
+        }
+        let mut line = format!(
+            "{:<40} {:<6} {:>8.3} s  {:>6} experiments  vs documented: {}  -> {}",
+            v.id(),
+            if ok { "passed" } else { "FAILED" },
+            out.wall_s,
+            out.work.experiments,
+            map.documented_mismatches
+                .map_or("-".to_string(), |n| if n == 0 {
+                    "identical".into()
+                } else {
+                    format!("{n} slots differ")
+                }),
+            path.display()
+        );
+        if let Some(f) = &map.failure {
+            line += &format!("\n    failure: {f}");
+        }
+        println!("{line}");
+        Ok(())
     })?;
     let failed = failed.into_inner();
     println!(
@@ -304,7 +334,7 @@ fn run_probe(
         picked.len() - failed,
         start.elapsed().as_secs_f64(),
         backend.info().name,
-        jit_note(jit, pool.current_num_threads(), jit_wall)
+        jit_note(jit, jobs.min(picked.len()), jit_wall)
     );
     Ok(finish(emulator, failed))
 }
@@ -338,7 +368,7 @@ fn run_smem(
         outputs.check_result(&dir, &stem(v, *s, *m), Some(header), emulator)?;
     }
     let start = Instant::now();
-    let pool = common.pool()?;
+    let jobs = common.jobs();
     if let Some(c) = jit {
         let kernels: Vec<_> = studies
             .iter()
@@ -348,71 +378,69 @@ fn run_smem(
                     .map(|(_, setting)| (v.clone(), setting.launch(v).transpose()))
             })
             .collect();
-        pool.install(|| c.prefetch(&kernels))?;
+        c.prefetch(&kernels)?;
     }
     let jit_wall = start.elapsed().as_secs_f64();
     let failed = AtomicUsize::new(0);
-    pool.install(|| {
-        studies.par_iter().try_for_each(|(v, s, m)| -> Result<()> {
-            let t0 = Instant::now();
-            let mut points = Vec::new();
-            let mut work = Work::default();
-            let mut packed = None;
-            let mut text = String::new();
-            for (label, setting) in sweep_settings(v, *s, *m) {
-                if let Err(e) = setting.check(v) {
-                    text += &format!("  {} {label}: skipped: {e:#}\n", stem(v, *s, *m));
-                    continue;
-                }
-                let (p, out) = point(backend, v, &label, &setting, common.seed)?;
-                work.experiments += out.work.experiments;
-                work.launches += out.work.launches;
-                let formula = |f: &Option<crate::wgmma::smem::SmemFit>| {
-                    f.as_ref()
-                        .map_or("no closed form".into(), |f| f.formula.clone())
-                };
-                text += &format!(
-                    "  {:<24} {:<26} {:<6} A: {}\n  {:<24} {:<26} {:<6} B: {}\n",
-                    stem(v, *s, *m),
-                    label,
-                    if p.passed { "passed" } else { "FAILED" },
-                    formula(&p.a_fit),
-                    "",
-                    "",
-                    "",
-                    formula(&p.b_fit),
-                );
-                if packed.is_none() {
-                    packed = Some(out);
-                }
-                points.push(p);
+    side_by_side(studies, jobs, |(v, s, m)| -> Result<()> {
+        let t0 = Instant::now();
+        let mut points = Vec::new();
+        let mut work = Work::default();
+        let mut packed = None;
+        let mut text = String::new();
+        for (label, setting) in sweep_settings(v, *s, *m) {
+            if let Err(e) = setting.check(v) {
+                text += &format!("  {} {label}: skipped: {e:#}\n", stem(v, *s, *m));
+                continue;
             }
-            let Some(packed) = packed else {
-                print!("{text}");
-                return Ok(());
+            let (p, out) = point(backend, v, &label, &setting, common.seed)?;
+            work.experiments += out.work.experiments;
+            work.launches += out.work.launches;
+            let formula = |f: &Option<crate::wgmma::smem::SmemFit>| {
+                f.as_ref()
+                    .map_or("no closed form".into(), |f| f.formula.clone())
             };
-            let setting = Setting::packed(v, *s, *m, *m);
-            let prov = Provenance::new(
-                backend.info(),
-                probe_kernel(v, setting.launch(v).transpose()),
+            text += &format!(
+                "  {:<24} {:<26} {:<6} A: {}\n  {:<24} {:<26} {:<6} B: {}\n",
+                stem(v, *s, *m),
+                label,
+                if p.passed { "passed" } else { "FAILED" },
+                formula(&p.a_fit),
+                "",
+                "",
+                "",
+                formula(&p.b_fit),
             );
-            let map = WgSmemMap::new(
-                v,
-                *s,
-                *m,
-                &packed,
-                points,
-                prov,
-                t0.elapsed().as_secs_f64(),
-                work,
-            );
-            if map.status != Status::Passed {
-                failed.fetch_add(1, Ordering::Relaxed);
+            if packed.is_none() {
+                packed = Some(out);
             }
-            let path = map.write(&dir, &outputs)?;
-            println!("{text}-> {}", path.display());
-            Ok(())
-        })
+            points.push(p);
+        }
+        let Some(packed) = packed else {
+            print!("{text}");
+            return Ok(());
+        };
+        let setting = Setting::packed(v, *s, *m, *m);
+        let prov = Provenance::new(
+            backend.info(),
+            probe_kernel(v, setting.launch(v).transpose()),
+        );
+        let map = WgSmemMap::new(
+            v,
+            *s,
+            *m,
+            &packed,
+            points,
+            prov,
+            t0.elapsed().as_secs_f64(),
+            work,
+        );
+        if map.status != Status::Passed {
+            failed.fetch_add(1, Ordering::Relaxed);
+        }
+        let path = map.write(&dir, &outputs)?;
+        println!("{text}-> {}", path.display());
+        Ok(())
     })?;
     let failed = failed.into_inner();
     println!(
@@ -420,7 +448,7 @@ fn run_smem(
         studies.len(),
         start.elapsed().as_secs_f64(),
         backend.info().name,
-        jit_note(jit, pool.current_num_threads(), jit_wall)
+        jit_note(jit, jobs.min(studies.len()), jit_wall)
     );
     Ok(finish(emulator, failed))
 }

@@ -103,7 +103,7 @@ pub static A_TABLES: [WgTable; 8] = [
 ];
 
 /// Shared-memory forms, by element size, major-ness and swizzle mode.
-pub static SMEM_FORMS: [SmemForm; 16] = [
+pub static SMEM_FORMS: [SmemForm; 20] = [
     SmemForm {
         elem_bits: 16,
         major: Major::K,
@@ -118,6 +118,7 @@ pub static SMEM_FORMS: [SmemForm; 16] = [
         measured_k: 16,
         pinned_lbo: None,
         pinned_sbo: None,
+        base_offsets: Cow::Borrowed(&[0, 1, 2, 3]),
         source: Cow::Borrowed("reports/sm_90/wgmma/smem.16bit.K.128B.json"),
     },
     SmemForm {
@@ -134,6 +135,7 @@ pub static SMEM_FORMS: [SmemForm; 16] = [
         measured_k: 16,
         pinned_lbo: None,
         pinned_sbo: None,
+        base_offsets: Cow::Borrowed(&[0, 1, 2, 3]),
         source: Cow::Borrowed("reports/sm_90/wgmma/smem.16bit.K.32B.json"),
     },
     SmemForm {
@@ -150,6 +152,7 @@ pub static SMEM_FORMS: [SmemForm; 16] = [
         measured_k: 16,
         pinned_lbo: None,
         pinned_sbo: None,
+        base_offsets: Cow::Borrowed(&[0, 1, 2, 3]),
         source: Cow::Borrowed("reports/sm_90/wgmma/smem.16bit.K.64B.json"),
     },
     SmemForm {
@@ -167,6 +170,7 @@ pub static SMEM_FORMS: [SmemForm; 16] = [
         measured_k: 16,
         pinned_lbo: None,
         pinned_sbo: None,
+        base_offsets: Cow::Borrowed(&[0]),
         source: Cow::Borrowed("reports/sm_90/wgmma/smem.16bit.K.none.json"),
     },
     SmemForm {
@@ -184,6 +188,7 @@ pub static SMEM_FORMS: [SmemForm; 16] = [
         measured_k: 16,
         pinned_lbo: None,
         pinned_sbo: None,
+        base_offsets: Cow::Borrowed(&[0, 1, 2, 3]),
         source: Cow::Borrowed("reports/sm_90/wgmma/smem.16bit.MN.128B.json"),
     },
     SmemForm {
@@ -201,6 +206,7 @@ pub static SMEM_FORMS: [SmemForm; 16] = [
         measured_k: 16,
         pinned_lbo: None,
         pinned_sbo: None,
+        base_offsets: Cow::Borrowed(&[0, 1, 2, 3]),
         source: Cow::Borrowed("reports/sm_90/wgmma/smem.16bit.MN.32B.json"),
     },
     SmemForm {
@@ -218,6 +224,7 @@ pub static SMEM_FORMS: [SmemForm; 16] = [
         measured_k: 16,
         pinned_lbo: None,
         pinned_sbo: None,
+        base_offsets: Cow::Borrowed(&[0, 1, 2, 3]),
         source: Cow::Borrowed("reports/sm_90/wgmma/smem.16bit.MN.64B.json"),
     },
     SmemForm {
@@ -235,7 +242,77 @@ pub static SMEM_FORMS: [SmemForm; 16] = [
         measured_k: 16,
         pinned_lbo: None,
         pinned_sbo: None,
+        base_offsets: Cow::Borrowed(&[0]),
         source: Cow::Borrowed("reports/sm_90/wgmma/smem.16bit.MN.none.json"),
+    },
+    SmemForm {
+        elem_bits: 1,
+        major: Major::K,
+        swizzle: Swizzle::B128,
+        xor: Swizzle::B128,
+        terms: Cow::Borrowed(&[
+            SmemTerm { axis: Axis::Mn, lo: 0, len: 3, c: 1024, lbo: 0, sbo: 0 },
+            SmemTerm { axis: Axis::Mn, lo: 3, len: 0, c: 0, lbo: 0, sbo: 8 },
+            SmemTerm { axis: Axis::K, lo: 0, len: 0, c: 1, lbo: 0, sbo: 0 },
+        ]),
+        measured_mn: 64,
+        measured_k: 256,
+        pinned_lbo: None,
+        pinned_sbo: None,
+        base_offsets: Cow::Borrowed(&[0, 1, 2, 3]),
+        source: Cow::Borrowed("reports/sm_90/wgmma/smem.1bit.K.128B.json"),
+    },
+    SmemForm {
+        elem_bits: 1,
+        major: Major::K,
+        swizzle: Swizzle::B32,
+        xor: Swizzle::B32,
+        terms: Cow::Borrowed(&[
+            SmemTerm { axis: Axis::Mn, lo: 0, len: 3, c: 256, lbo: 0, sbo: 0 },
+            SmemTerm { axis: Axis::Mn, lo: 3, len: 0, c: 0, lbo: 0, sbo: 8 },
+            SmemTerm { axis: Axis::K, lo: 0, len: 0, c: 1, lbo: 0, sbo: 0 },
+        ]),
+        measured_mn: 64,
+        measured_k: 256,
+        pinned_lbo: None,
+        pinned_sbo: None,
+        base_offsets: Cow::Borrowed(&[0, 1, 2, 3]),
+        source: Cow::Borrowed("reports/sm_90/wgmma/smem.1bit.K.32B.json"),
+    },
+    SmemForm {
+        elem_bits: 1,
+        major: Major::K,
+        swizzle: Swizzle::B64,
+        xor: Swizzle::B64,
+        terms: Cow::Borrowed(&[
+            SmemTerm { axis: Axis::Mn, lo: 0, len: 3, c: 512, lbo: 0, sbo: 0 },
+            SmemTerm { axis: Axis::Mn, lo: 3, len: 0, c: 0, lbo: 0, sbo: 8 },
+            SmemTerm { axis: Axis::K, lo: 0, len: 0, c: 1, lbo: 0, sbo: 0 },
+        ]),
+        measured_mn: 64,
+        measured_k: 256,
+        pinned_lbo: None,
+        pinned_sbo: None,
+        base_offsets: Cow::Borrowed(&[0, 1, 2, 3]),
+        source: Cow::Borrowed("reports/sm_90/wgmma/smem.1bit.K.64B.json"),
+    },
+    SmemForm {
+        elem_bits: 1,
+        major: Major::K,
+        swizzle: Swizzle::None,
+        xor: Swizzle::None,
+        terms: Cow::Borrowed(&[
+            SmemTerm { axis: Axis::Mn, lo: 0, len: 3, c: 128, lbo: 0, sbo: 0 },
+            SmemTerm { axis: Axis::Mn, lo: 3, len: 0, c: 0, lbo: 0, sbo: 8 },
+            SmemTerm { axis: Axis::K, lo: 0, len: 7, c: 1, lbo: 0, sbo: 0 },
+            SmemTerm { axis: Axis::K, lo: 7, len: 0, c: 0, lbo: 8, sbo: 0 },
+        ]),
+        measured_mn: 64,
+        measured_k: 256,
+        pinned_lbo: None,
+        pinned_sbo: None,
+        base_offsets: Cow::Borrowed(&[0]),
+        source: Cow::Borrowed("reports/sm_90/wgmma/smem.1bit.K.none.json"),
     },
     SmemForm {
         elem_bits: 32,
@@ -251,6 +328,7 @@ pub static SMEM_FORMS: [SmemForm; 16] = [
         measured_k: 8,
         pinned_lbo: None,
         pinned_sbo: None,
+        base_offsets: Cow::Borrowed(&[0, 1, 2, 3]),
         source: Cow::Borrowed("reports/sm_90/wgmma/smem.32bit.K.128B.json"),
     },
     SmemForm {
@@ -267,6 +345,7 @@ pub static SMEM_FORMS: [SmemForm; 16] = [
         measured_k: 8,
         pinned_lbo: None,
         pinned_sbo: None,
+        base_offsets: Cow::Borrowed(&[0, 1, 2, 3]),
         source: Cow::Borrowed("reports/sm_90/wgmma/smem.32bit.K.32B.json"),
     },
     SmemForm {
@@ -283,6 +362,7 @@ pub static SMEM_FORMS: [SmemForm; 16] = [
         measured_k: 8,
         pinned_lbo: None,
         pinned_sbo: None,
+        base_offsets: Cow::Borrowed(&[0, 1, 2, 3]),
         source: Cow::Borrowed("reports/sm_90/wgmma/smem.32bit.K.64B.json"),
     },
     SmemForm {
@@ -300,6 +380,7 @@ pub static SMEM_FORMS: [SmemForm; 16] = [
         measured_k: 8,
         pinned_lbo: None,
         pinned_sbo: None,
+        base_offsets: Cow::Borrowed(&[0]),
         source: Cow::Borrowed("reports/sm_90/wgmma/smem.32bit.K.none.json"),
     },
     SmemForm {
@@ -316,6 +397,7 @@ pub static SMEM_FORMS: [SmemForm; 16] = [
         measured_k: 32,
         pinned_lbo: None,
         pinned_sbo: None,
+        base_offsets: Cow::Borrowed(&[0, 1, 2, 3]),
         source: Cow::Borrowed("reports/sm_90/wgmma/smem.8bit.K.128B.json"),
     },
     SmemForm {
@@ -332,6 +414,7 @@ pub static SMEM_FORMS: [SmemForm; 16] = [
         measured_k: 32,
         pinned_lbo: None,
         pinned_sbo: None,
+        base_offsets: Cow::Borrowed(&[0, 1, 2, 3]),
         source: Cow::Borrowed("reports/sm_90/wgmma/smem.8bit.K.32B.json"),
     },
     SmemForm {
@@ -348,6 +431,7 @@ pub static SMEM_FORMS: [SmemForm; 16] = [
         measured_k: 32,
         pinned_lbo: None,
         pinned_sbo: None,
+        base_offsets: Cow::Borrowed(&[0, 1, 2, 3]),
         source: Cow::Borrowed("reports/sm_90/wgmma/smem.8bit.K.64B.json"),
     },
     SmemForm {
@@ -365,6 +449,7 @@ pub static SMEM_FORMS: [SmemForm; 16] = [
         measured_k: 32,
         pinned_lbo: None,
         pinned_sbo: None,
+        base_offsets: Cow::Borrowed(&[0]),
         source: Cow::Borrowed("reports/sm_90/wgmma/smem.8bit.K.none.json"),
     },
 ];

@@ -93,6 +93,11 @@ fn chunk_experiments(v: &WgVariant) -> usize {
     ((256usize << 20) / d_bytes).clamp(1, 65_535)
 }
 
+/// `x`, or `zero` where `x` is empty: the kernel takes a pointer for every operand.
+fn non_empty<'x, T>(x: &'x [T], zero: &'x [T; 1]) -> &'x [T] {
+    if x.is_empty() { zero } else { x }
+}
+
 /// A loaded probe kernel: the module and its entry.
 struct Loaded {
     _module: PtxModule,
@@ -245,32 +250,30 @@ impl WgBackend for WgCuda<'_> {
             .context()
             .new_stream()
             .context("creating a stream")?;
-        let mut out = Vec::with_capacity(batch.experiments * t * dw);
+        let mut out = vec![0u32; batch.experiments * t * dw];
         let chunk = chunk_experiments(v);
         let mut e0 = 0;
         while e0 < batch.experiments {
             let n = chunk.min(batch.experiments - e0);
-            // Empty inputs (no A region for `rs`, no A registers for `ss`) still get a buffer.
-            let bytes = |buf: &[u8], per: usize| -> Vec<u8> {
-                let b = &buf[e0 * per..(e0 + n) * per];
-                if b.is_empty() { vec![0] } else { b.to_vec() }
-            };
-            let words = |buf: &[u32], per: usize| -> Vec<u32> {
-                let b = buf.get(e0 * per..(e0 + n) * per).unwrap_or(&[]);
-                if b.is_empty() { vec![0] } else { b.to_vec() }
-            };
+            // Copied from the batch in place; empty inputs (no A region for `rs`, no A
+            // registers for `ss`) still get a buffer.
+            let part = |per: usize| e0 * per..(e0 + n) * per;
+            let a_part = batch.a.get(part(l.a_bytes as usize)).unwrap_or(&[]);
+            let b_part = &batch.b[part(l.b_bytes as usize)];
+            let ar_part = batch.a_regs.get(part(t * aw)).unwrap_or(&[]);
+            let c_part = batch.c.get(part(t * dw)).unwrap_or(&[]);
             let upload = |what: &str| format!("copying {what} to the device");
             let a = stream
-                .clone_htod(&bytes(&batch.a, l.a_bytes as usize))
+                .clone_htod(non_empty(a_part, &[0]))
                 .with_context(|| upload("A"))?;
             let b = stream
-                .clone_htod(&bytes(&batch.b, l.b_bytes as usize))
+                .clone_htod(non_empty(b_part, &[0]))
                 .with_context(|| upload("B"))?;
             let ar = stream
-                .clone_htod(&words(&batch.a_regs, t * aw))
+                .clone_htod(non_empty(ar_part, &[0]))
                 .with_context(|| upload("the A registers"))?;
             let c = stream
-                .clone_htod(&words(&batch.c, t * dw))
+                .clone_htod(non_empty(c_part, &[0]))
                 .with_context(|| upload("C"))?;
             let mut d = stream
                 .alloc_zeros::<u32>(n * t * dw)
@@ -312,8 +315,11 @@ impl WgBackend for WgCuda<'_> {
                     )
                 }?;
             }
-            // A copy into pageable memory returns once it is complete.
-            out.extend(stream.clone_dtoh(&d).context("wgmma probe launch")?);
+            // Straight into this chunk's part of the result (no second host copy); a copy
+            // into pageable memory returns once it is complete.
+            stream
+                .memcpy_dtoh(&d, &mut out[part(t * dw)])
+                .context("wgmma probe launch")?;
             e0 += n;
         }
         Ok(out)

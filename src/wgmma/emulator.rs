@@ -14,6 +14,7 @@ use super::model::{a_reg_coord, d_coord, element_bit_addr, gemm, round_d};
 use super::{ASource, M, THREADS, WgVariant};
 use crate::device::{BackendKind, DeviceInfo};
 use anyhow::{Result, bail};
+use rayon::prelude::*;
 
 /// Replacement layouts: (row, col) per D slot, (row, k) per A register slot.
 #[derive(Clone, Debug, Default)]
@@ -115,82 +116,85 @@ impl WgBackend for WgEmulator {
         let (dw, aw) = (fd.regs as usize, fa.regs as usize);
         let smem_len = l.smem_bytes() as usize;
         let mut out = vec![0u32; batch.experiments * t * dw];
-        for e in 0..batch.experiments {
-            let mut smem = vec![0u8; smem_len];
-            let ab = l.a_bytes as usize;
-            smem[..ab].copy_from_slice(&batch.a[e * ab..(e + 1) * ab]);
-            let (bo, bb) = (l.b_off as usize, l.b_bytes as usize);
-            smem[bo..bo + bb].copy_from_slice(&batch.b[e * bb..(e + 1) * bb]);
-            let mut a = vec![0.0; m * k];
-            match v.a_src {
-                ASource::Ss => {
-                    for r in 0..m {
-                        for kk in 0..k {
-                            let (mn, kx) = (r as u32, kk as u32);
-                            let addr = element_bit_addr(
-                                l.a_major,
-                                &l.a_desc,
-                                pattern(l.a_desc.swizzle),
-                                bits,
-                                mn,
-                                kx,
-                            );
-                            a[r * k + kk] = v.a.decode(read(&smem, addr, bits));
+        // Experiments are independent: each one's D is computed on a thread of its own.
+        out.par_chunks_mut(t * dw)
+            .enumerate()
+            .for_each(|(e, dwords)| {
+                let mut smem = vec![0u8; smem_len];
+                let ab = l.a_bytes as usize;
+                smem[..ab].copy_from_slice(&batch.a[e * ab..(e + 1) * ab]);
+                let (bo, bb) = (l.b_off as usize, l.b_bytes as usize);
+                smem[bo..bo + bb].copy_from_slice(&batch.b[e * bb..(e + 1) * bb]);
+                let mut a = vec![0.0; m * k];
+                match v.a_src {
+                    ASource::Ss => {
+                        for r in 0..m {
+                            for kk in 0..k {
+                                let (mn, kx) = (r as u32, kk as u32);
+                                let addr = element_bit_addr(
+                                    l.a_major,
+                                    &l.a_desc,
+                                    pattern(l.a_desc.swizzle),
+                                    bits,
+                                    mn,
+                                    kx,
+                                );
+                                a[r * k + kk] = v.a.decode(read(&smem, addr, bits));
+                            }
+                        }
+                    }
+                    ASource::Rs => {
+                        let regs = &batch.a_regs[e * t * aw..(e + 1) * t * aw];
+                        for (i, &(r, kk)) in a_map.iter().enumerate() {
+                            let (th, reg, el) = fa.slot(i);
+                            let words = &regs[th as usize * aw..(th as usize + 1) * aw];
+                            a[r as usize * k + kk as usize] =
+                                v.a.decode(fa.extract(words, reg, el));
                         }
                     }
                 }
-                ASource::Rs => {
-                    let regs = &batch.a_regs[e * t * aw..(e + 1) * t * aw];
-                    for (i, &(r, kk)) in a_map.iter().enumerate() {
-                        let (th, reg, el) = fa.slot(i);
-                        let words = &regs[th as usize * aw..(th as usize + 1) * aw];
-                        a[r as usize * k + kk as usize] = v.a.decode(fa.extract(words, reg, el));
+                let mut b = vec![0.0; k * n];
+                for kk in 0..k {
+                    for j in 0..n {
+                        let addr = element_bit_addr(
+                            l.b_major,
+                            &l.b_desc,
+                            pattern(l.b_desc.swizzle),
+                            bits,
+                            j as u32,
+                            kk as u32,
+                        );
+                        b[kk * n + j] = v.b.decode(read(&smem, addr, bits));
                     }
                 }
-            }
-            let mut b = vec![0.0; k * n];
-            for kk in 0..k {
-                for j in 0..n {
-                    let addr = element_bit_addr(
-                        l.b_major,
-                        &l.b_desc,
-                        pattern(l.b_desc.swizzle),
-                        bits,
-                        j as u32,
-                        kk as u32,
-                    );
-                    b[kk * n + j] = v.b.decode(read(&smem, addr, bits));
+                let mut c = vec![0.0; m * n];
+                if l.scale_d {
+                    let cw = &batch.c[e * t * dw..(e + 1) * t * dw];
+                    for (i, &(r, col)) in d_map.iter().enumerate() {
+                        let (th, reg, el) = fd.slot(i);
+                        let words = &cw[th as usize * dw..(th as usize + 1) * dw];
+                        c[r as usize * n + col as usize] =
+                            super::model::decode_d(v.d, fd.extract(words, reg, el));
+                    }
                 }
-            }
-            let mut c = vec![0.0; m * n];
-            if l.scale_d {
-                let cw = &batch.c[e * t * dw..(e + 1) * t * dw];
+                let d: Vec<u64> = match self.accumulation.filter(|_| v.d.is_float()) {
+                    Some(acc) => acc.gemm_bits(v, &a, &b, &c),
+                    None => gemm(v, &a, &b, &c)
+                        .into_iter()
+                        .map(|x| round_d(v, x))
+                        .collect(),
+                };
                 for (i, &(r, col)) in d_map.iter().enumerate() {
                     let (th, reg, el) = fd.slot(i);
-                    let words = &cw[th as usize * dw..(th as usize + 1) * dw];
-                    c[r as usize * n + col as usize] =
-                        super::model::decode_d(v.d, fd.extract(words, reg, el));
+                    let bits = d[r as usize * n + col as usize];
+                    fd.insert(
+                        &mut dwords[th as usize * dw..(th as usize + 1) * dw],
+                        reg,
+                        el,
+                        bits,
+                    );
                 }
-            }
-            let d: Vec<u64> = match self.accumulation.filter(|_| v.d.is_float()) {
-                Some(acc) => acc.gemm_bits(v, &a, &b, &c),
-                None => gemm(v, &a, &b, &c)
-                    .into_iter()
-                    .map(|x| round_d(v, x))
-                    .collect(),
-            };
-            let dwords = &mut out[e * t * dw..(e + 1) * t * dw];
-            for (i, &(r, col)) in d_map.iter().enumerate() {
-                let (th, reg, el) = fd.slot(i);
-                let bits = d[r as usize * n + col as usize];
-                fd.insert(
-                    &mut dwords[th as usize * dw..(th as usize + 1) * dw],
-                    reg,
-                    el,
-                    bits,
-                );
-            }
-        }
+            });
         Ok(out)
     }
 }

@@ -18,7 +18,7 @@
 //!    inferred maps; D read through the inferred D map must equal the CPU GEMM bit for bit.
 
 use super::backend::{Batch, Launch, WgBackend};
-use super::batch::{Placer, Positions, Which, reg_positions, run, smem_pos, smem_positions};
+use super::batch::{Exp, Placer, Positions, Which, reg_positions, run, smem_pos, smem_positions};
 use super::model::{d_coord, decode_d, gemm, round_d};
 pub use super::setting::{Setting, packed_desc};
 use super::{ASource, M, WgVariant};
@@ -39,6 +39,16 @@ pub struct Work {
     pub launches: usize,
 }
 
+impl std::ops::Add for Work {
+    type Output = Work;
+    fn add(self, o: Work) -> Work {
+        Work {
+            experiments: self.experiments + o.experiments,
+            launches: self.launches + o.launches,
+        }
+    }
+}
+
 /// Phase 1 for one operand: the D slots each position lights.
 fn lit_sets(
     backend: &dyn WgBackend,
@@ -46,8 +56,8 @@ fn lit_sets(
     pos: &Positions,
     other_len: usize,
     classes: u32,
-    work: &mut Work,
-) -> Result<Vec<Vec<usize>>> {
+) -> Result<(Vec<Vec<usize>>, Work)> {
+    let mut work = Work::default();
     let v = placer.v;
     let d_slots = v.d_frag().slots();
     let other = match pos.which {
@@ -155,11 +165,11 @@ fn lit_sets(
             lit[p] = (0..d_slots).filter(|&s| d.value(e, s) != 0.0).collect();
         }
     }
-    Ok(lit)
+    Ok((lit, work))
 }
 
 /// Phase 2: each D slot names the C slot whose distinct value it returns.
-fn c_to_d(backend: &dyn WgBackend, placer: &Placer, work: &mut Work) -> Result<Vec<Vec<usize>>> {
+fn c_to_d(backend: &dyn WgBackend, placer: &Placer) -> Result<(Vec<Vec<usize>>, Work)> {
     let v = placer.v;
     let slots = v.d_frag().slots();
     // Consecutive integers stay exact up to 2^11 in f16 and far beyond in f32 and s32.
@@ -175,8 +185,10 @@ fn c_to_d(backend: &dyn WgBackend, placer: &Placer, work: &mut Work) -> Result<V
         placer.set_c(&mut batch, u / per, u, code);
     }
     let d = run(backend, v, &l, &batch, "C")?;
-    work.experiments += exps;
-    work.launches += 1;
+    let work = Work {
+        experiments: exps,
+        launches: 1,
+    };
     let mut lit = vec![Vec::new(); slots];
     for e in 0..exps {
         for slot in 0..slots {
@@ -189,7 +201,7 @@ fn c_to_d(backend: &dyn WgBackend, placer: &Placer, work: &mut Work) -> Result<V
             }
         }
     }
-    Ok(lit)
+    Ok((lit, work))
 }
 
 fn encode_d(t: ElemType, x: f64) -> u64 {
@@ -276,10 +288,20 @@ pub fn probe(
         v.n,
         v.k,
     );
-    let mut work = Work::default();
-    let a_lit = lit_sets(backend, &placer, &a_pos, b_pos.len, M, &mut work)?;
-    let b_lit = lit_sets(backend, &placer, &b_pos, a_pos.len, v.n, &mut work)?;
-    let c_lit = c_to_d(backend, &placer, &mut work)?;
+    // The three phases need nothing from each other: their uploads, launches, read-backs and
+    // decoding overlap. Plain threads: the launches block, and a rayon worker blocked here
+    // would hold back the parallel work others wait for.
+    let (a_lit, b_lit, c_lit) = std::thread::scope(|s| {
+        let b = s.spawn(|| lit_sets(backend, &placer, &b_pos, a_pos.len, v.n));
+        let c = s.spawn(|| c_to_d(backend, &placer));
+        let a = lit_sets(backend, &placer, &a_pos, b_pos.len, M);
+        let join = |h: std::thread::ScopedJoinHandle<'_, _>| {
+            h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))
+        };
+        (a, join(b), join(c))
+    });
+    let ((a_lit, wa), (b_lit, wb), (c_lit, wc)) = (a_lit?, b_lit?, c_lit?);
+    let mut work = wa + wb + wc;
     let raw = WgRaw {
         a_lit: a_lit.clone(),
         b_lit: b_lit.clone(),
@@ -311,19 +333,32 @@ pub fn probe(
     let count = k * plan.bits;
     let mut batch = Batch::zeroed(v, &l, count);
     let (one_a, one_b) = (v.a.one(), v.b.one());
-    let masks: Vec<Vec<bool>> = (0..plan.bits).map(|bit| plan.b_mask(bit)).collect();
-    // b1 tiles make this tens of millions of writes: each experiment fills on its own thread.
+    // B's region of each bit, built once and copied into each experiment: b1 tiles would
+    // otherwise make over a hundred million element writes.
+    let b_regions: Vec<Vec<u8>> = (0..plan.bits)
+        .into_par_iter()
+        .map(|bit| {
+            let mut region = vec![0u8; l.b_bytes as usize];
+            let mut x = Exp {
+                a: &mut [],
+                b: &mut region,
+                a_regs: &mut [],
+            };
+            for (t, on) in plan.b_mask(bit).into_iter().enumerate() {
+                if on {
+                    placer.set_in(&mut x, Which::B, b_read[t], one_b);
+                }
+            }
+            region
+        })
+        .collect();
     placer
         .experiments(&mut batch)
         .into_par_iter()
         .enumerate()
         .for_each(|(e, mut x)| {
             let (i, bit) = (e / plan.bits, e % plan.bits);
-            for (t, &on) in masks[bit].iter().enumerate() {
-                if on {
-                    placer.set_in(&mut x, Which::B, b_read[t], one_b);
-                }
-            }
+            x.b.copy_from_slice(&b_regions[bit]);
             for row in &plan.a_by_row {
                 placer.set_in(&mut x, Which::A, a_read[row[i]], one_a);
             }

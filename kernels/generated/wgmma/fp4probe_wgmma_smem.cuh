@@ -3,15 +3,16 @@
 // Regenerate with `fp4probe codegen`; `fp4probe codegen --check` fails while this file is stale.
 //
 // For each element size, major-ness and swizzle mode a study measured (`fp4probe wgmma smem`):
-// smem_offset_<bits>bit_<major>_<swizzle>(mn, k, lbo, sbo, start), the byte offset from a
-// descriptor's start address of element (mn, k) of a tile, mn the row of A (m) or the column of
-// B (n), with LBO and SBO the descriptor's fields in bytes and `start` its start as a
-// shared-memory address (the XOR reads absolute address bits; any value with the same bits
-// 4..9 gives the same offsets). The form is the study's fit, X(start + sum of terms) - start,
-// X the XOR pattern of address bits [4, 4+s) with bits [7, 7+s): per coordinate bit, a constant
-// or a multiple of LBO or SBO, as the sweep of those fields measured. Each holds for the
-// descriptor's base offset 0 (the studies' other base offsets are quoted below each form). It
-// was measured for mn < kMeasuredMN and k < kMeasuredK; past them the highest run of bits of a
+// smem_offset_<bits>bit_<major>_<swizzle>(mn, k, lbo, sbo, start, base_offset), the byte offset
+// (smem_bit_offset_...: bit offset, for 1-bit elements) from a descriptor's start address of
+// element (mn, k) of a tile, mn the row of A (m) or the column of B (n), with LBO and SBO the
+// descriptor's fields in bytes, `start` its start as a shared-memory address (the XOR reads
+// absolute address bits; any value with the same bits 4..9 gives the same offsets) and
+// `base_offset` its base-offset field. The form is the study's fit, X(start + sum of terms) -
+// start, X the XOR pattern of address bits [4, 4+s) with (bits [7, 7+s) less the base offset)
+// mod 2^s: per coordinate bit, a constant or a multiple of LBO or SBO, as the sweep of those
+// fields measured. The base offsets each form was measured with are listed above it (a sweep
+// point the form does not reproduce is quoted as not used). It was measured for mn < kMeasuredMN and k < kMeasuredK; past them the highest run of bits of a
 // coordinate is read on as the fit writes it (`fp4probe codegen --verify` checks the wide tiles
 // it runs on the GPU). Where no sweep point changed LBO (SBO), kPinnedLBO (kPinnedSBO) is the
 // only value the form is known for (0: none pinned).
@@ -57,10 +58,11 @@ FP4PROBE_HD constexpr unsigned long long make_desc(unsigned start, unsigned lbo,
          static_cast<unsigned long long>(swizzle) << kDescSwizzleShift;
 }
 
-// The XOR pattern the studies fit: address bits [4, 4+S) ^= bits [7, 7+S).
+// The XOR pattern the studies fit: address bits [4, 4+S) ^= (bits [7, 7+S) - base_offset)
+// mod 2^S.
 template <int S>
-FP4PROBE_HD constexpr unsigned xor_pattern(unsigned addr) {
-  return addr ^ (((addr >> 7) & ((1u << S) - 1u)) << 4);
+FP4PROBE_HD constexpr unsigned xor_pattern(unsigned addr, unsigned base_offset) {
+  return addr ^ ((((addr >> 7) - base_offset) & ((1u << S) - 1u)) << 4);
 }
 
 // Smem<Bits, Major, Swizzle>: one measured form (specialised below for each study).
@@ -73,24 +75,14 @@ struct Smem;
 //   LBO: no effect on the measured tile (changing it moved no element).
 //   SBO: SBO bytes per step of mn/8.
 //   Packed tile: LBO 8192 bytes, SBO 1024 bytes; sweep points used: packed; LBO×2; SBO×2;
-//   start+256.
-//   Not used: start+256, base offset 1 (A and B base offset 1, 1): A byte = xor128B(start +
-//   128·row + 2·col) - start, XOR phase = address bits [7, 10) − 1; B byte = xor128B(start +
-//   2·row + 128·col) - start, XOR phase = address bits [7, 10) − 1.
-//   Not used: start+256, base offset 2 (A and B base offset 2, 2): A byte = xor128B(start +
-//   128·row + 2·col) - start, XOR phase = address bits [7, 10) − 2; B byte = xor128B(start +
-//   2·row + 128·col) - start, XOR phase = address bits [7, 10) − 2.
-//   Not used: start+256, base offset 3 (A and B base offset 3, 3): A byte = xor128B(start +
-//   128·row + 2·col) - start, XOR phase = address bits [7, 10) − 3; B byte = xor128B(start +
-//   2·row + 128·col) - start, XOR phase = address bits [7, 10) − 3.
-//   Not used: base offset 2 (A and B base offset 2, 2): A byte = xor128B(start + 128·row + 2·col)
-//   - start, XOR phase = address bits [7, 10) − 2; B byte = xor128B(start + 2·row + 128·col) -
-//   start, XOR phase = address bits [7, 10) − 2.
+//   start+256; start+256, base offset 1; start+256, base offset 2; start+256, base offset 3; base
+//   offset 2.
+//   Base offsets measured: 0, 1, 2, 3 (the XOR's row phase less the base offset).
 FP4PROBE_HD constexpr unsigned smem_offset_16bit_K_128B(unsigned mn, unsigned k, unsigned lbo, unsigned sbo,
-                                                        unsigned start) {
+                                                        unsigned start, unsigned base_offset = 0) {
   (void)lbo;
   const unsigned lin = 128u * (mn % 8u) + sbo * (mn / 8u) + 2u * k;
-  return xor_pattern<3>(start + lin) - start;
+  return xor_pattern<3>(start + lin, base_offset) - start;
 }
 template <>
 struct Smem<16, kMajorK, kSwizzle128B> {
@@ -105,8 +97,8 @@ struct Smem<16, kMajorK, kSwizzle128B> {
     kPinnedSBO = 0
   };
   FP4PROBE_HD static constexpr unsigned offset(unsigned mn, unsigned k, unsigned lbo, unsigned sbo,
-                                               unsigned start) {
-    return smem_offset_16bit_K_128B(mn, k, lbo, sbo, start);
+                                               unsigned start, unsigned base_offset = 0) {
+    return smem_offset_16bit_K_128B(mn, k, lbo, sbo, start, base_offset);
   }
 };
 
@@ -116,22 +108,14 @@ struct Smem<16, kMajorK, kSwizzle128B> {
 //   LBO: no effect on the measured tile (changing it moved no element).
 //   SBO: SBO bytes per step of mn/8.
 //   Packed tile: LBO 2048 bytes, SBO 256 bytes; sweep points used: packed; LBO×2; SBO×2;
-//   start+256.
-//   Not used: start+256, base offset 1 (A and B base offset 1, 1): A byte = xor32B(start + 32·row
-//   + 2·col) - start, XOR phase = address bits [7, 8) − 1; B byte = xor32B(start + 2·row +
-//   32·col) - start, XOR phase = address bits [7, 8) − 1.
-//   Not used: start+256, base offset 2 (A and B base offset 2, 2): A byte = xor32B(start + 32·row
-//   + 2·col) - start; B byte = xor32B(start + 2·row + 32·col) - start.
-//   Not used: start+256, base offset 3 (A and B base offset 3, 3): A byte = xor32B(start + 32·row
-//   + 2·col) - start, XOR phase = address bits [7, 8) − 1; B byte = xor32B(start + 2·row +
-//   32·col) - start, XOR phase = address bits [7, 8) − 1.
-//   Not used: base offset 2 (A and B base offset 2, 2): A byte = xor32B(start + 32·row + 2·col) -
-//   start; B byte = xor32B(start + 2·row + 32·col) - start.
+//   start+256; start+256, base offset 1; start+256, base offset 2; start+256, base offset 3; base
+//   offset 2.
+//   Base offsets measured: 0, 1, 2, 3 (the XOR's row phase less the base offset).
 FP4PROBE_HD constexpr unsigned smem_offset_16bit_K_32B(unsigned mn, unsigned k, unsigned lbo, unsigned sbo,
-                                                       unsigned start) {
+                                                       unsigned start, unsigned base_offset = 0) {
   (void)lbo;
   const unsigned lin = 32u * (mn % 8u) + sbo * (mn / 8u) + 2u * k;
-  return xor_pattern<1>(start + lin) - start;
+  return xor_pattern<1>(start + lin, base_offset) - start;
 }
 template <>
 struct Smem<16, kMajorK, kSwizzle32B> {
@@ -146,36 +130,25 @@ struct Smem<16, kMajorK, kSwizzle32B> {
     kPinnedSBO = 0
   };
   FP4PROBE_HD static constexpr unsigned offset(unsigned mn, unsigned k, unsigned lbo, unsigned sbo,
-                                               unsigned start) {
-    return smem_offset_16bit_K_32B(mn, k, lbo, sbo, start);
+                                               unsigned start, unsigned base_offset = 0) {
+    return smem_offset_16bit_K_32B(mn, k, lbo, sbo, start, base_offset);
   }
 };
 
 // ---- 16-bit elements, K-major, swizzle 64B (reports/sm_90/wgmma/smem.16bit.K.64B.json, measured on NVIDIA H200)
 //   Measured form: byte = X64B(start + 64·(mn%8) + SBO·(mn/8) + 2·k) - start.
-//   XOR pattern: 64B (the points used fit under 32B too; the fit takes the form with the fewest
-//   weight bits).
+//   XOR pattern: 64B.
 //   LBO: no effect on the measured tile (changing it moved no element).
 //   SBO: SBO bytes per step of mn/8.
 //   Packed tile: LBO 4096 bytes, SBO 512 bytes; sweep points used: packed; LBO×2; SBO×2;
-//   start+256.
-//   Not used: start+256, base offset 1 (A and B base offset 1, 1): A byte = xor64B(start + 64·row
-//   + 2·col) - start, XOR phase = address bits [7, 9) − 1; B byte = xor64B(start + 2·row +
-//   64·col) - start, XOR phase = address bits [7, 9) − 1.
-//   Not used: start+256, base offset 2 (A and B base offset 2, 2): A byte = xor64B(start + 64·row
-//   + 2·col) - start, XOR phase = address bits [7, 9) − 2; B byte = xor64B(start + 2·row +
-//   64·col) - start, XOR phase = address bits [7, 9) − 2.
-//   Not used: start+256, base offset 3 (A and B base offset 3, 3): A byte = xor64B(start + 64·row
-//   + 2·col) - start, XOR phase = address bits [7, 9) − 3; B byte = xor64B(start + 2·row +
-//   64·col) - start, XOR phase = address bits [7, 9) − 3.
-//   Not used: base offset 2 (A and B base offset 2, 2): A byte = xor64B(start + 64·row + 2·col) -
-//   start, XOR phase = address bits [7, 9) − 2; B byte = xor64B(start + 2·row + 64·col) -
-//   start, XOR phase = address bits [7, 9) − 2.
+//   start+256; start+256, base offset 1; start+256, base offset 2; start+256, base offset 3; base
+//   offset 2.
+//   Base offsets measured: 0, 1, 2, 3 (the XOR's row phase less the base offset).
 FP4PROBE_HD constexpr unsigned smem_offset_16bit_K_64B(unsigned mn, unsigned k, unsigned lbo, unsigned sbo,
-                                                       unsigned start) {
+                                                       unsigned start, unsigned base_offset = 0) {
   (void)lbo;
   const unsigned lin = 64u * (mn % 8u) + sbo * (mn / 8u) + 2u * k;
-  return xor_pattern<2>(start + lin) - start;
+  return xor_pattern<2>(start + lin, base_offset) - start;
 }
 template <>
 struct Smem<16, kMajorK, kSwizzle64B> {
@@ -190,8 +163,8 @@ struct Smem<16, kMajorK, kSwizzle64B> {
     kPinnedSBO = 0
   };
   FP4PROBE_HD static constexpr unsigned offset(unsigned mn, unsigned k, unsigned lbo, unsigned sbo,
-                                               unsigned start) {
-    return smem_offset_16bit_K_64B(mn, k, lbo, sbo, start);
+                                               unsigned start, unsigned base_offset = 0) {
+    return smem_offset_16bit_K_64B(mn, k, lbo, sbo, start, base_offset);
   }
 };
 
@@ -202,8 +175,9 @@ struct Smem<16, kMajorK, kSwizzle64B> {
 //   SBO: SBO bytes per step of mn/8.
 //   Packed tile: LBO 128 bytes, SBO 256 bytes; sweep points used: packed; LBO×2, SBO×2; SBO×2.
 FP4PROBE_HD constexpr unsigned smem_offset_16bit_K_none(unsigned mn, unsigned k, unsigned lbo, unsigned sbo,
-                                                        unsigned start) {
+                                                        unsigned start, unsigned base_offset = 0) {
   (void)start;
+  (void)base_offset;
   const unsigned lin = 16u * (mn % 8u) + sbo * (mn / 8u) + 2u * (k % 8u) + lbo * (k / 8u);
   return lin;
 }
@@ -220,8 +194,8 @@ struct Smem<16, kMajorK, kSwizzleNone> {
     kPinnedSBO = 0
   };
   FP4PROBE_HD static constexpr unsigned offset(unsigned mn, unsigned k, unsigned lbo, unsigned sbo,
-                                               unsigned start) {
-    return smem_offset_16bit_K_none(mn, k, lbo, sbo, start);
+                                               unsigned start, unsigned base_offset = 0) {
+    return smem_offset_16bit_K_none(mn, k, lbo, sbo, start, base_offset);
   }
 };
 
@@ -232,26 +206,13 @@ struct Smem<16, kMajorK, kSwizzleNone> {
 //   LBO: LBO bytes per step of mn/64.
 //   SBO: SBO bytes per step of k/8.
 //   Packed tile: LBO 1024 bytes, SBO 1024 bytes; sweep points used: packed; LBO×2, SBO×2; SBO×2;
-//   start+256.
-//   Not used: start+256, base offset 1 (A and B base offset 1, 1): A byte = xor128B(start + 2·row
-//   + 128·col) - start, XOR phase = address bits [7, 10) − 1; B byte = xor128B(start +
-//   128·(row%8) + 2048·(row/8) + 2·(col%64) + 1024·(col/64)) - start, XOR phase = address bits
-//   [7, 10) − 1.
-//   Not used: start+256, base offset 2 (A and B base offset 2, 2): A byte = xor128B(start + 2·row
-//   + 128·col) - start, XOR phase = address bits [7, 10) − 2; B byte = xor128B(start +
-//   128·(row%8) + 2048·(row/8) + 2·(col%64) + 1024·(col/64)) - start, XOR phase = address bits
-//   [7, 10) − 2.
-//   Not used: start+256, base offset 3 (A and B base offset 3, 3): A byte = xor128B(start + 2·row
-//   + 128·col) - start, XOR phase = address bits [7, 10) − 3; B byte = xor128B(start +
-//   128·(row%8) + 2048·(row/8) + 2·(col%64) + 1024·(col/64)) - start, XOR phase = address bits
-//   [7, 10) − 3.
-//   Not used: base offset 2 (A and B base offset 2, 2): A byte = xor128B(start + 2·row + 128·col)
-//   - start, XOR phase = address bits [7, 10) − 2; B byte = xor128B(start + 128·(row%8) +
-//   2048·(row/8) + 2·(col%64) + 1024·(col/64)) - start, XOR phase = address bits [7, 10) − 2.
+//   start+256; start+256, base offset 1; start+256, base offset 2; start+256, base offset 3; base
+//   offset 2.
+//   Base offsets measured: 0, 1, 2, 3 (the XOR's row phase less the base offset).
 FP4PROBE_HD constexpr unsigned smem_offset_16bit_MN_128B(unsigned mn, unsigned k, unsigned lbo, unsigned sbo,
-                                                         unsigned start) {
+                                                         unsigned start, unsigned base_offset = 0) {
   const unsigned lin = 2u * (mn % 64u) + lbo * (mn / 64u) + 128u * (k % 8u) + sbo * (k / 8u);
-  return xor_pattern<3>(start + lin) - start;
+  return xor_pattern<3>(start + lin, base_offset) - start;
 }
 template <>
 struct Smem<16, kMajorMN, kSwizzle128B> {
@@ -266,8 +227,8 @@ struct Smem<16, kMajorMN, kSwizzle128B> {
     kPinnedSBO = 0
   };
   FP4PROBE_HD static constexpr unsigned offset(unsigned mn, unsigned k, unsigned lbo, unsigned sbo,
-                                               unsigned start) {
-    return smem_offset_16bit_MN_128B(mn, k, lbo, sbo, start);
+                                               unsigned start, unsigned base_offset = 0) {
+    return smem_offset_16bit_MN_128B(mn, k, lbo, sbo, start, base_offset);
   }
 };
 
@@ -277,25 +238,13 @@ struct Smem<16, kMajorMN, kSwizzle128B> {
 //   LBO: LBO bytes per step of mn/16.
 //   SBO: SBO bytes per step of k/8.
 //   Packed tile: LBO 256 bytes, SBO 1024 bytes; sweep points used: packed; LBO×2, SBO×2; SBO×2;
-//   start+256.
-//   Not used: start+256, base offset 1 (A and B base offset 1, 1): A byte = xor32B(start +
-//   2·(row%16) + 256·(row/16) + 32·(col%8) + 1024·(col/8)) - start, XOR phase = address bits
-//   [7, 8) − 1; B byte = xor32B(start + 32·(row%8) + 2048·(row/8) + 2·(col%16) +
-//   256·(col/16)) - start, XOR phase = address bits [7, 8) − 1.
-//   Not used: start+256, base offset 2 (A and B base offset 2, 2): A byte = xor32B(start +
-//   2·(row%16) + 256·(row/16) + 32·(col%8) + 1024·(col/8)) - start; B byte = xor32B(start +
-//   32·(row%8) + 2048·(row/8) + 2·(col%16) + 256·(col/16)) - start.
-//   Not used: start+256, base offset 3 (A and B base offset 3, 3): A byte = xor32B(start +
-//   2·(row%16) + 256·(row/16) + 32·(col%8) + 1024·(col/8)) - start, XOR phase = address bits
-//   [7, 8) − 1; B byte = xor32B(start + 32·(row%8) + 2048·(row/8) + 2·(col%16) +
-//   256·(col/16)) - start, XOR phase = address bits [7, 8) − 1.
-//   Not used: base offset 2 (A and B base offset 2, 2): A byte = xor32B(start + 2·(row%16) +
-//   256·(row/16) + 32·(col%8) + 1024·(col/8)) - start; B byte = xor32B(start + 32·(row%8) +
-//   2048·(row/8) + 2·(col%16) + 256·(col/16)) - start.
+//   start+256; start+256, base offset 1; start+256, base offset 2; start+256, base offset 3; base
+//   offset 2.
+//   Base offsets measured: 0, 1, 2, 3 (the XOR's row phase less the base offset).
 FP4PROBE_HD constexpr unsigned smem_offset_16bit_MN_32B(unsigned mn, unsigned k, unsigned lbo, unsigned sbo,
-                                                        unsigned start) {
+                                                        unsigned start, unsigned base_offset = 0) {
   const unsigned lin = 2u * (mn % 16u) + lbo * (mn / 16u) + 32u * (k % 8u) + sbo * (k / 8u);
-  return xor_pattern<1>(start + lin) - start;
+  return xor_pattern<1>(start + lin, base_offset) - start;
 }
 template <>
 struct Smem<16, kMajorMN, kSwizzle32B> {
@@ -310,8 +259,8 @@ struct Smem<16, kMajorMN, kSwizzle32B> {
     kPinnedSBO = 0
   };
   FP4PROBE_HD static constexpr unsigned offset(unsigned mn, unsigned k, unsigned lbo, unsigned sbo,
-                                               unsigned start) {
-    return smem_offset_16bit_MN_32B(mn, k, lbo, sbo, start);
+                                               unsigned start, unsigned base_offset = 0) {
+    return smem_offset_16bit_MN_32B(mn, k, lbo, sbo, start, base_offset);
   }
 };
 
@@ -321,27 +270,13 @@ struct Smem<16, kMajorMN, kSwizzle32B> {
 //   LBO: LBO bytes per step of mn/32.
 //   SBO: SBO bytes per step of k/8.
 //   Packed tile: LBO 512 bytes, SBO 1024 bytes; sweep points used: packed; LBO×2, SBO×2; SBO×2;
-//   start+256.
-//   Not used: start+256, base offset 1 (A and B base offset 1, 1): A byte = xor64B(start +
-//   2·(row%32) + 512·(row/32) + 64·(col%8) + 1024·(col/8)) - start, XOR phase = address bits
-//   [7, 9) − 1; B byte = xor64B(start + 64·(row%8) + 2048·(row/8) + 2·(col%32) +
-//   512·(col/32)) - start, XOR phase = address bits [7, 9) − 1.
-//   Not used: start+256, base offset 2 (A and B base offset 2, 2): A byte = xor64B(start +
-//   2·(row%32) + 512·(row/32) + 64·(col%8) + 1024·(col/8)) - start, XOR phase = address bits
-//   [7, 9) − 2; B byte = xor64B(start + 64·(row%8) + 2048·(row/8) + 2·(col%32) +
-//   512·(col/32)) - start, XOR phase = address bits [7, 9) − 2.
-//   Not used: start+256, base offset 3 (A and B base offset 3, 3): A byte = xor64B(start +
-//   2·(row%32) + 512·(row/32) + 64·(col%8) + 1024·(col/8)) - start, XOR phase = address bits
-//   [7, 9) − 3; B byte = xor64B(start + 64·(row%8) + 2048·(row/8) + 2·(col%32) +
-//   512·(col/32)) - start, XOR phase = address bits [7, 9) − 3.
-//   Not used: base offset 2 (A and B base offset 2, 2): A byte = xor64B(start + 2·(row%32) +
-//   512·(row/32) + 64·(col%8) + 1024·(col/8)) - start, XOR phase = address bits [7, 9) − 2; B
-//   byte = xor64B(start + 64·(row%8) + 2048·(row/8) + 2·(col%32) + 512·(col/32)) - start, XOR
-//   phase = address bits [7, 9) − 2.
+//   start+256; start+256, base offset 1; start+256, base offset 2; start+256, base offset 3; base
+//   offset 2.
+//   Base offsets measured: 0, 1, 2, 3 (the XOR's row phase less the base offset).
 FP4PROBE_HD constexpr unsigned smem_offset_16bit_MN_64B(unsigned mn, unsigned k, unsigned lbo, unsigned sbo,
-                                                        unsigned start) {
+                                                        unsigned start, unsigned base_offset = 0) {
   const unsigned lin = 2u * (mn % 32u) + lbo * (mn / 32u) + 64u * (k % 8u) + sbo * (k / 8u);
-  return xor_pattern<2>(start + lin) - start;
+  return xor_pattern<2>(start + lin, base_offset) - start;
 }
 template <>
 struct Smem<16, kMajorMN, kSwizzle64B> {
@@ -356,8 +291,8 @@ struct Smem<16, kMajorMN, kSwizzle64B> {
     kPinnedSBO = 0
   };
   FP4PROBE_HD static constexpr unsigned offset(unsigned mn, unsigned k, unsigned lbo, unsigned sbo,
-                                               unsigned start) {
-    return smem_offset_16bit_MN_64B(mn, k, lbo, sbo, start);
+                                               unsigned start, unsigned base_offset = 0) {
+    return smem_offset_16bit_MN_64B(mn, k, lbo, sbo, start, base_offset);
   }
 };
 
@@ -368,8 +303,9 @@ struct Smem<16, kMajorMN, kSwizzle64B> {
 //   SBO: SBO bytes per step of mn/8.
 //   Packed tile: LBO 1024 bytes, SBO 128 bytes; sweep points used: packed; LBO×2; SBO×2, LBO×2.
 FP4PROBE_HD constexpr unsigned smem_offset_16bit_MN_none(unsigned mn, unsigned k, unsigned lbo, unsigned sbo,
-                                                         unsigned start) {
+                                                         unsigned start, unsigned base_offset = 0) {
   (void)start;
+  (void)base_offset;
   const unsigned lin = 2u * (mn % 8u) + sbo * (mn / 8u) + 16u * (k % 8u) + lbo * (k / 8u);
   return lin;
 }
@@ -386,8 +322,138 @@ struct Smem<16, kMajorMN, kSwizzleNone> {
     kPinnedSBO = 0
   };
   FP4PROBE_HD static constexpr unsigned offset(unsigned mn, unsigned k, unsigned lbo, unsigned sbo,
-                                               unsigned start) {
-    return smem_offset_16bit_MN_none(mn, k, lbo, sbo, start);
+                                               unsigned start, unsigned base_offset = 0) {
+    return smem_offset_16bit_MN_none(mn, k, lbo, sbo, start, base_offset);
+  }
+};
+
+// ---- 1-bit elements, K-major, swizzle 128B (reports/sm_90/wgmma/smem.1bit.K.128B.json, measured on NVIDIA H200)
+//   Measured form: bit = X128B(start + 1024·(mn%8) + 8·SBO·(mn/8) + k) - start.
+//   XOR pattern: 128B.
+//   LBO: no effect on the measured tile (changing it moved no element).
+//   SBO: SBO bytes per step of mn/8.
+//   Packed tile: LBO 8192 bytes, SBO 1024 bytes; sweep points used: packed; LBO×2; SBO×2;
+//   start+256; start+256, base offset 1; start+256, base offset 2; start+256, base offset 3; base
+//   offset 2.
+//   Base offsets measured: 0, 1, 2, 3 (the XOR's row phase less the base offset).
+FP4PROBE_HD constexpr unsigned smem_bit_offset_1bit_K_128B(unsigned mn, unsigned k, unsigned lbo, unsigned sbo,
+                                                           unsigned start, unsigned base_offset = 0) {
+  (void)lbo;
+  const unsigned lin = 1024u * (mn % 8u) + 8u * sbo * (mn / 8u) + 1u * k;
+  return (xor_pattern<3>(start + lin / 8u, base_offset) - start) * 8u + lin % 8u;
+}
+template <>
+struct Smem<1, kMajorK, kSwizzle128B> {
+  enum : int {
+    kElemBits = 1,
+    kMajor = kMajorK,
+    kSwizzle = kSwizzle128B,
+    kXor = kSwizzle128B,
+    kMeasuredMN = 64,
+    kMeasuredK = 256,
+    kPinnedLBO = 0,
+    kPinnedSBO = 0
+  };
+  FP4PROBE_HD static constexpr unsigned offset(unsigned mn, unsigned k, unsigned lbo, unsigned sbo,
+                                               unsigned start, unsigned base_offset = 0) {
+    return smem_bit_offset_1bit_K_128B(mn, k, lbo, sbo, start, base_offset);
+  }
+};
+
+// ---- 1-bit elements, K-major, swizzle 32B (reports/sm_90/wgmma/smem.1bit.K.32B.json, measured on NVIDIA H200)
+//   Measured form: bit = X32B(start + 256·(mn%8) + 8·SBO·(mn/8) + k) - start.
+//   XOR pattern: 32B.
+//   LBO: no effect on the measured tile (changing it moved no element).
+//   SBO: SBO bytes per step of mn/8.
+//   Packed tile: LBO 2048 bytes, SBO 256 bytes; sweep points used: packed; LBO×2; SBO×2;
+//   start+256; start+256, base offset 1; start+256, base offset 2; start+256, base offset 3; base
+//   offset 2.
+//   Base offsets measured: 0, 1, 2, 3 (the XOR's row phase less the base offset).
+FP4PROBE_HD constexpr unsigned smem_bit_offset_1bit_K_32B(unsigned mn, unsigned k, unsigned lbo, unsigned sbo,
+                                                          unsigned start, unsigned base_offset = 0) {
+  (void)lbo;
+  const unsigned lin = 256u * (mn % 8u) + 8u * sbo * (mn / 8u) + 1u * k;
+  return (xor_pattern<1>(start + lin / 8u, base_offset) - start) * 8u + lin % 8u;
+}
+template <>
+struct Smem<1, kMajorK, kSwizzle32B> {
+  enum : int {
+    kElemBits = 1,
+    kMajor = kMajorK,
+    kSwizzle = kSwizzle32B,
+    kXor = kSwizzle32B,
+    kMeasuredMN = 64,
+    kMeasuredK = 256,
+    kPinnedLBO = 0,
+    kPinnedSBO = 0
+  };
+  FP4PROBE_HD static constexpr unsigned offset(unsigned mn, unsigned k, unsigned lbo, unsigned sbo,
+                                               unsigned start, unsigned base_offset = 0) {
+    return smem_bit_offset_1bit_K_32B(mn, k, lbo, sbo, start, base_offset);
+  }
+};
+
+// ---- 1-bit elements, K-major, swizzle 64B (reports/sm_90/wgmma/smem.1bit.K.64B.json, measured on NVIDIA H200)
+//   Measured form: bit = X64B(start + 512·(mn%8) + 8·SBO·(mn/8) + k) - start.
+//   XOR pattern: 64B.
+//   LBO: no effect on the measured tile (changing it moved no element).
+//   SBO: SBO bytes per step of mn/8.
+//   Packed tile: LBO 4096 bytes, SBO 512 bytes; sweep points used: packed; LBO×2; SBO×2;
+//   start+256; start+256, base offset 1; start+256, base offset 2; start+256, base offset 3; base
+//   offset 2.
+//   Base offsets measured: 0, 1, 2, 3 (the XOR's row phase less the base offset).
+FP4PROBE_HD constexpr unsigned smem_bit_offset_1bit_K_64B(unsigned mn, unsigned k, unsigned lbo, unsigned sbo,
+                                                          unsigned start, unsigned base_offset = 0) {
+  (void)lbo;
+  const unsigned lin = 512u * (mn % 8u) + 8u * sbo * (mn / 8u) + 1u * k;
+  return (xor_pattern<2>(start + lin / 8u, base_offset) - start) * 8u + lin % 8u;
+}
+template <>
+struct Smem<1, kMajorK, kSwizzle64B> {
+  enum : int {
+    kElemBits = 1,
+    kMajor = kMajorK,
+    kSwizzle = kSwizzle64B,
+    kXor = kSwizzle64B,
+    kMeasuredMN = 64,
+    kMeasuredK = 256,
+    kPinnedLBO = 0,
+    kPinnedSBO = 0
+  };
+  FP4PROBE_HD static constexpr unsigned offset(unsigned mn, unsigned k, unsigned lbo, unsigned sbo,
+                                               unsigned start, unsigned base_offset = 0) {
+    return smem_bit_offset_1bit_K_64B(mn, k, lbo, sbo, start, base_offset);
+  }
+};
+
+// ---- 1-bit elements, K-major, swizzle none (reports/sm_90/wgmma/smem.1bit.K.none.json, measured on NVIDIA H200)
+//   Measured form: bit = 128·(mn%8) + 8·SBO·(mn/8) + (k%128) + 8·LBO·(k/128).
+//   XOR pattern: none.
+//   LBO: LBO bytes per step of k/128.
+//   SBO: SBO bytes per step of mn/8.
+//   Packed tile: LBO 128 bytes, SBO 256 bytes; sweep points used: packed; LBO×2, SBO×2; SBO×2.
+FP4PROBE_HD constexpr unsigned smem_bit_offset_1bit_K_none(unsigned mn, unsigned k, unsigned lbo, unsigned sbo,
+                                                           unsigned start, unsigned base_offset = 0) {
+  (void)start;
+  (void)base_offset;
+  const unsigned lin = 128u * (mn % 8u) + 8u * sbo * (mn / 8u) + 1u * (k % 128u) + 8u * lbo * (k / 128u);
+  return lin;
+}
+template <>
+struct Smem<1, kMajorK, kSwizzleNone> {
+  enum : int {
+    kElemBits = 1,
+    kMajor = kMajorK,
+    kSwizzle = kSwizzleNone,
+    kXor = kSwizzleNone,
+    kMeasuredMN = 64,
+    kMeasuredK = 256,
+    kPinnedLBO = 0,
+    kPinnedSBO = 0
+  };
+  FP4PROBE_HD static constexpr unsigned offset(unsigned mn, unsigned k, unsigned lbo, unsigned sbo,
+                                               unsigned start, unsigned base_offset = 0) {
+    return smem_bit_offset_1bit_K_none(mn, k, lbo, sbo, start, base_offset);
   }
 };
 
@@ -397,24 +463,14 @@ struct Smem<16, kMajorMN, kSwizzleNone> {
 //   LBO: no effect on the measured tile (changing it moved no element).
 //   SBO: SBO bytes per step of mn/8.
 //   Packed tile: LBO 8192 bytes, SBO 1024 bytes; sweep points used: packed; LBO×2; SBO×2;
-//   start+256.
-//   Not used: start+256, base offset 1 (A and B base offset 1, 1): A byte = xor128B(start +
-//   128·row + 4·col) - start, XOR phase = address bits [7, 10) − 1; B byte = xor128B(start +
-//   4·row + 128·col) - start, XOR phase = address bits [7, 10) − 1.
-//   Not used: start+256, base offset 2 (A and B base offset 2, 2): A byte = xor128B(start +
-//   128·row + 4·col) - start, XOR phase = address bits [7, 10) − 2; B byte = xor128B(start +
-//   4·row + 128·col) - start, XOR phase = address bits [7, 10) − 2.
-//   Not used: start+256, base offset 3 (A and B base offset 3, 3): A byte = xor128B(start +
-//   128·row + 4·col) - start, XOR phase = address bits [7, 10) − 3; B byte = xor128B(start +
-//   4·row + 128·col) - start, XOR phase = address bits [7, 10) − 3.
-//   Not used: base offset 2 (A and B base offset 2, 2): A byte = xor128B(start + 128·row + 4·col)
-//   - start, XOR phase = address bits [7, 10) − 2; B byte = xor128B(start + 4·row + 128·col) -
-//   start, XOR phase = address bits [7, 10) − 2.
+//   start+256; start+256, base offset 1; start+256, base offset 2; start+256, base offset 3; base
+//   offset 2.
+//   Base offsets measured: 0, 1, 2, 3 (the XOR's row phase less the base offset).
 FP4PROBE_HD constexpr unsigned smem_offset_32bit_K_128B(unsigned mn, unsigned k, unsigned lbo, unsigned sbo,
-                                                        unsigned start) {
+                                                        unsigned start, unsigned base_offset = 0) {
   (void)lbo;
   const unsigned lin = 128u * (mn % 8u) + sbo * (mn / 8u) + 4u * k;
-  return xor_pattern<3>(start + lin) - start;
+  return xor_pattern<3>(start + lin, base_offset) - start;
 }
 template <>
 struct Smem<32, kMajorK, kSwizzle128B> {
@@ -429,8 +485,8 @@ struct Smem<32, kMajorK, kSwizzle128B> {
     kPinnedSBO = 0
   };
   FP4PROBE_HD static constexpr unsigned offset(unsigned mn, unsigned k, unsigned lbo, unsigned sbo,
-                                               unsigned start) {
-    return smem_offset_32bit_K_128B(mn, k, lbo, sbo, start);
+                                               unsigned start, unsigned base_offset = 0) {
+    return smem_offset_32bit_K_128B(mn, k, lbo, sbo, start, base_offset);
   }
 };
 
@@ -440,22 +496,14 @@ struct Smem<32, kMajorK, kSwizzle128B> {
 //   LBO: no effect on the measured tile (changing it moved no element).
 //   SBO: SBO bytes per step of mn/8.
 //   Packed tile: LBO 2048 bytes, SBO 256 bytes; sweep points used: packed; LBO×2; SBO×2;
-//   start+256.
-//   Not used: start+256, base offset 1 (A and B base offset 1, 1): A byte = xor32B(start + 32·row
-//   + 4·col) - start, XOR phase = address bits [7, 8) − 1; B byte = xor32B(start + 4·row +
-//   32·col) - start, XOR phase = address bits [7, 8) − 1.
-//   Not used: start+256, base offset 2 (A and B base offset 2, 2): A byte = xor32B(start + 32·row
-//   + 4·col) - start; B byte = xor32B(start + 4·row + 32·col) - start.
-//   Not used: start+256, base offset 3 (A and B base offset 3, 3): A byte = xor32B(start + 32·row
-//   + 4·col) - start, XOR phase = address bits [7, 8) − 1; B byte = xor32B(start + 4·row +
-//   32·col) - start, XOR phase = address bits [7, 8) − 1.
-//   Not used: base offset 2 (A and B base offset 2, 2): A byte = xor32B(start + 32·row + 4·col) -
-//   start; B byte = xor32B(start + 4·row + 32·col) - start.
+//   start+256; start+256, base offset 1; start+256, base offset 2; start+256, base offset 3; base
+//   offset 2.
+//   Base offsets measured: 0, 1, 2, 3 (the XOR's row phase less the base offset).
 FP4PROBE_HD constexpr unsigned smem_offset_32bit_K_32B(unsigned mn, unsigned k, unsigned lbo, unsigned sbo,
-                                                       unsigned start) {
+                                                       unsigned start, unsigned base_offset = 0) {
   (void)lbo;
   const unsigned lin = 32u * (mn % 8u) + sbo * (mn / 8u) + 4u * k;
-  return xor_pattern<1>(start + lin) - start;
+  return xor_pattern<1>(start + lin, base_offset) - start;
 }
 template <>
 struct Smem<32, kMajorK, kSwizzle32B> {
@@ -470,36 +518,25 @@ struct Smem<32, kMajorK, kSwizzle32B> {
     kPinnedSBO = 0
   };
   FP4PROBE_HD static constexpr unsigned offset(unsigned mn, unsigned k, unsigned lbo, unsigned sbo,
-                                               unsigned start) {
-    return smem_offset_32bit_K_32B(mn, k, lbo, sbo, start);
+                                               unsigned start, unsigned base_offset = 0) {
+    return smem_offset_32bit_K_32B(mn, k, lbo, sbo, start, base_offset);
   }
 };
 
 // ---- 32-bit elements, K-major, swizzle 64B (reports/sm_90/wgmma/smem.32bit.K.64B.json, measured on NVIDIA H200)
 //   Measured form: byte = X64B(start + 64·(mn%8) + SBO·(mn/8) + 4·k) - start.
-//   XOR pattern: 64B (the points used fit under 32B too; the fit takes the form with the fewest
-//   weight bits).
+//   XOR pattern: 64B.
 //   LBO: no effect on the measured tile (changing it moved no element).
 //   SBO: SBO bytes per step of mn/8.
 //   Packed tile: LBO 4096 bytes, SBO 512 bytes; sweep points used: packed; LBO×2; SBO×2;
-//   start+256.
-//   Not used: start+256, base offset 1 (A and B base offset 1, 1): A byte = xor64B(start + 64·row
-//   + 4·col) - start, XOR phase = address bits [7, 9) − 1; B byte = xor64B(start + 4·row +
-//   64·col) - start, XOR phase = address bits [7, 9) − 1.
-//   Not used: start+256, base offset 2 (A and B base offset 2, 2): A byte = xor64B(start + 64·row
-//   + 4·col) - start, XOR phase = address bits [7, 9) − 2; B byte = xor64B(start + 4·row +
-//   64·col) - start, XOR phase = address bits [7, 9) − 2.
-//   Not used: start+256, base offset 3 (A and B base offset 3, 3): A byte = xor64B(start + 64·row
-//   + 4·col) - start, XOR phase = address bits [7, 9) − 3; B byte = xor64B(start + 4·row +
-//   64·col) - start, XOR phase = address bits [7, 9) − 3.
-//   Not used: base offset 2 (A and B base offset 2, 2): A byte = xor64B(start + 64·row + 4·col) -
-//   start, XOR phase = address bits [7, 9) − 2; B byte = xor64B(start + 4·row + 64·col) -
-//   start, XOR phase = address bits [7, 9) − 2.
+//   start+256; start+256, base offset 1; start+256, base offset 2; start+256, base offset 3; base
+//   offset 2.
+//   Base offsets measured: 0, 1, 2, 3 (the XOR's row phase less the base offset).
 FP4PROBE_HD constexpr unsigned smem_offset_32bit_K_64B(unsigned mn, unsigned k, unsigned lbo, unsigned sbo,
-                                                       unsigned start) {
+                                                       unsigned start, unsigned base_offset = 0) {
   (void)lbo;
   const unsigned lin = 64u * (mn % 8u) + sbo * (mn / 8u) + 4u * k;
-  return xor_pattern<2>(start + lin) - start;
+  return xor_pattern<2>(start + lin, base_offset) - start;
 }
 template <>
 struct Smem<32, kMajorK, kSwizzle64B> {
@@ -514,8 +551,8 @@ struct Smem<32, kMajorK, kSwizzle64B> {
     kPinnedSBO = 0
   };
   FP4PROBE_HD static constexpr unsigned offset(unsigned mn, unsigned k, unsigned lbo, unsigned sbo,
-                                               unsigned start) {
-    return smem_offset_32bit_K_64B(mn, k, lbo, sbo, start);
+                                               unsigned start, unsigned base_offset = 0) {
+    return smem_offset_32bit_K_64B(mn, k, lbo, sbo, start, base_offset);
   }
 };
 
@@ -526,8 +563,9 @@ struct Smem<32, kMajorK, kSwizzle64B> {
 //   SBO: SBO bytes per step of mn/8.
 //   Packed tile: LBO 128 bytes, SBO 256 bytes; sweep points used: packed; LBO×2, SBO×2; SBO×2.
 FP4PROBE_HD constexpr unsigned smem_offset_32bit_K_none(unsigned mn, unsigned k, unsigned lbo, unsigned sbo,
-                                                        unsigned start) {
+                                                        unsigned start, unsigned base_offset = 0) {
   (void)start;
+  (void)base_offset;
   const unsigned lin = 16u * (mn % 8u) + sbo * (mn / 8u) + 4u * (k % 4u) + lbo * (k / 4u);
   return lin;
 }
@@ -544,8 +582,8 @@ struct Smem<32, kMajorK, kSwizzleNone> {
     kPinnedSBO = 0
   };
   FP4PROBE_HD static constexpr unsigned offset(unsigned mn, unsigned k, unsigned lbo, unsigned sbo,
-                                               unsigned start) {
-    return smem_offset_32bit_K_none(mn, k, lbo, sbo, start);
+                                               unsigned start, unsigned base_offset = 0) {
+    return smem_offset_32bit_K_none(mn, k, lbo, sbo, start, base_offset);
   }
 };
 
@@ -555,24 +593,14 @@ struct Smem<32, kMajorK, kSwizzleNone> {
 //   LBO: no effect on the measured tile (changing it moved no element).
 //   SBO: SBO bytes per step of mn/8.
 //   Packed tile: LBO 8192 bytes, SBO 1024 bytes; sweep points used: packed; LBO×2; SBO×2;
-//   start+256.
-//   Not used: start+256, base offset 1 (A and B base offset 1, 1): A byte = xor128B(start +
-//   128·row + 1·col) - start, XOR phase = address bits [7, 10) − 1; B byte = xor128B(start +
-//   1·row + 128·col) - start, XOR phase = address bits [7, 10) − 1.
-//   Not used: start+256, base offset 2 (A and B base offset 2, 2): A byte = xor128B(start +
-//   128·row + 1·col) - start, XOR phase = address bits [7, 10) − 2; B byte = xor128B(start +
-//   1·row + 128·col) - start, XOR phase = address bits [7, 10) − 2.
-//   Not used: start+256, base offset 3 (A and B base offset 3, 3): A byte = xor128B(start +
-//   128·row + 1·col) - start, XOR phase = address bits [7, 10) − 3; B byte = xor128B(start +
-//   1·row + 128·col) - start, XOR phase = address bits [7, 10) − 3.
-//   Not used: base offset 2 (A and B base offset 2, 2): A byte = xor128B(start + 128·row + 1·col)
-//   - start, XOR phase = address bits [7, 10) − 2; B byte = xor128B(start + 1·row + 128·col) -
-//   start, XOR phase = address bits [7, 10) − 2.
+//   start+256; start+256, base offset 1; start+256, base offset 2; start+256, base offset 3; base
+//   offset 2.
+//   Base offsets measured: 0, 1, 2, 3 (the XOR's row phase less the base offset).
 FP4PROBE_HD constexpr unsigned smem_offset_8bit_K_128B(unsigned mn, unsigned k, unsigned lbo, unsigned sbo,
-                                                       unsigned start) {
+                                                       unsigned start, unsigned base_offset = 0) {
   (void)lbo;
   const unsigned lin = 128u * (mn % 8u) + sbo * (mn / 8u) + 1u * k;
-  return xor_pattern<3>(start + lin) - start;
+  return xor_pattern<3>(start + lin, base_offset) - start;
 }
 template <>
 struct Smem<8, kMajorK, kSwizzle128B> {
@@ -587,8 +615,8 @@ struct Smem<8, kMajorK, kSwizzle128B> {
     kPinnedSBO = 0
   };
   FP4PROBE_HD static constexpr unsigned offset(unsigned mn, unsigned k, unsigned lbo, unsigned sbo,
-                                               unsigned start) {
-    return smem_offset_8bit_K_128B(mn, k, lbo, sbo, start);
+                                               unsigned start, unsigned base_offset = 0) {
+    return smem_offset_8bit_K_128B(mn, k, lbo, sbo, start, base_offset);
   }
 };
 
@@ -598,22 +626,14 @@ struct Smem<8, kMajorK, kSwizzle128B> {
 //   LBO: no effect on the measured tile (changing it moved no element).
 //   SBO: SBO bytes per step of mn/8.
 //   Packed tile: LBO 2048 bytes, SBO 256 bytes; sweep points used: packed; LBO×2; SBO×2;
-//   start+256.
-//   Not used: start+256, base offset 1 (A and B base offset 1, 1): A byte = xor32B(start + 32·row
-//   + 1·col) - start, XOR phase = address bits [7, 8) − 1; B byte = xor32B(start + 1·row +
-//   32·col) - start, XOR phase = address bits [7, 8) − 1.
-//   Not used: start+256, base offset 2 (A and B base offset 2, 2): A byte = xor32B(start + 32·row
-//   + 1·col) - start; B byte = xor32B(start + 1·row + 32·col) - start.
-//   Not used: start+256, base offset 3 (A and B base offset 3, 3): A byte = xor32B(start + 32·row
-//   + 1·col) - start, XOR phase = address bits [7, 8) − 1; B byte = xor32B(start + 1·row +
-//   32·col) - start, XOR phase = address bits [7, 8) − 1.
-//   Not used: base offset 2 (A and B base offset 2, 2): A byte = xor32B(start + 32·row + 1·col) -
-//   start; B byte = xor32B(start + 1·row + 32·col) - start.
+//   start+256; start+256, base offset 1; start+256, base offset 2; start+256, base offset 3; base
+//   offset 2.
+//   Base offsets measured: 0, 1, 2, 3 (the XOR's row phase less the base offset).
 FP4PROBE_HD constexpr unsigned smem_offset_8bit_K_32B(unsigned mn, unsigned k, unsigned lbo, unsigned sbo,
-                                                      unsigned start) {
+                                                      unsigned start, unsigned base_offset = 0) {
   (void)lbo;
   const unsigned lin = 32u * (mn % 8u) + sbo * (mn / 8u) + 1u * k;
-  return xor_pattern<1>(start + lin) - start;
+  return xor_pattern<1>(start + lin, base_offset) - start;
 }
 template <>
 struct Smem<8, kMajorK, kSwizzle32B> {
@@ -628,36 +648,25 @@ struct Smem<8, kMajorK, kSwizzle32B> {
     kPinnedSBO = 0
   };
   FP4PROBE_HD static constexpr unsigned offset(unsigned mn, unsigned k, unsigned lbo, unsigned sbo,
-                                               unsigned start) {
-    return smem_offset_8bit_K_32B(mn, k, lbo, sbo, start);
+                                               unsigned start, unsigned base_offset = 0) {
+    return smem_offset_8bit_K_32B(mn, k, lbo, sbo, start, base_offset);
   }
 };
 
 // ---- 8-bit elements, K-major, swizzle 64B (reports/sm_90/wgmma/smem.8bit.K.64B.json, measured on NVIDIA H200)
 //   Measured form: byte = X64B(start + 64·(mn%8) + SBO·(mn/8) + k) - start.
-//   XOR pattern: 64B (the points used fit under 32B too; the fit takes the form with the fewest
-//   weight bits).
+//   XOR pattern: 64B.
 //   LBO: no effect on the measured tile (changing it moved no element).
 //   SBO: SBO bytes per step of mn/8.
 //   Packed tile: LBO 4096 bytes, SBO 512 bytes; sweep points used: packed; LBO×2; SBO×2;
-//   start+256.
-//   Not used: start+256, base offset 1 (A and B base offset 1, 1): A byte = xor64B(start + 64·row
-//   + 1·col) - start, XOR phase = address bits [7, 9) − 1; B byte = xor64B(start + 1·row +
-//   64·col) - start, XOR phase = address bits [7, 9) − 1.
-//   Not used: start+256, base offset 2 (A and B base offset 2, 2): A byte = xor64B(start + 64·row
-//   + 1·col) - start, XOR phase = address bits [7, 9) − 2; B byte = xor64B(start + 1·row +
-//   64·col) - start, XOR phase = address bits [7, 9) − 2.
-//   Not used: start+256, base offset 3 (A and B base offset 3, 3): A byte = xor64B(start + 64·row
-//   + 1·col) - start, XOR phase = address bits [7, 9) − 3; B byte = xor64B(start + 1·row +
-//   64·col) - start, XOR phase = address bits [7, 9) − 3.
-//   Not used: base offset 2 (A and B base offset 2, 2): A byte = xor64B(start + 64·row + 1·col) -
-//   start, XOR phase = address bits [7, 9) − 2; B byte = xor64B(start + 1·row + 64·col) -
-//   start, XOR phase = address bits [7, 9) − 2.
+//   start+256; start+256, base offset 1; start+256, base offset 2; start+256, base offset 3; base
+//   offset 2.
+//   Base offsets measured: 0, 1, 2, 3 (the XOR's row phase less the base offset).
 FP4PROBE_HD constexpr unsigned smem_offset_8bit_K_64B(unsigned mn, unsigned k, unsigned lbo, unsigned sbo,
-                                                      unsigned start) {
+                                                      unsigned start, unsigned base_offset = 0) {
   (void)lbo;
   const unsigned lin = 64u * (mn % 8u) + sbo * (mn / 8u) + 1u * k;
-  return xor_pattern<2>(start + lin) - start;
+  return xor_pattern<2>(start + lin, base_offset) - start;
 }
 template <>
 struct Smem<8, kMajorK, kSwizzle64B> {
@@ -672,8 +681,8 @@ struct Smem<8, kMajorK, kSwizzle64B> {
     kPinnedSBO = 0
   };
   FP4PROBE_HD static constexpr unsigned offset(unsigned mn, unsigned k, unsigned lbo, unsigned sbo,
-                                               unsigned start) {
-    return smem_offset_8bit_K_64B(mn, k, lbo, sbo, start);
+                                               unsigned start, unsigned base_offset = 0) {
+    return smem_offset_8bit_K_64B(mn, k, lbo, sbo, start, base_offset);
   }
 };
 
@@ -684,8 +693,9 @@ struct Smem<8, kMajorK, kSwizzle64B> {
 //   SBO: SBO bytes per step of mn/8.
 //   Packed tile: LBO 128 bytes, SBO 256 bytes; sweep points used: packed; LBO×2, SBO×2; SBO×2.
 FP4PROBE_HD constexpr unsigned smem_offset_8bit_K_none(unsigned mn, unsigned k, unsigned lbo, unsigned sbo,
-                                                       unsigned start) {
+                                                       unsigned start, unsigned base_offset = 0) {
   (void)start;
+  (void)base_offset;
   const unsigned lin = 16u * (mn % 8u) + sbo * (mn / 8u) + 1u * (k % 16u) + lbo * (k / 16u);
   return lin;
 }
@@ -702,8 +712,8 @@ struct Smem<8, kMajorK, kSwizzleNone> {
     kPinnedSBO = 0
   };
   FP4PROBE_HD static constexpr unsigned offset(unsigned mn, unsigned k, unsigned lbo, unsigned sbo,
-                                               unsigned start) {
-    return smem_offset_8bit_K_none(mn, k, lbo, sbo, start);
+                                               unsigned start, unsigned base_offset = 0) {
+    return smem_offset_8bit_K_none(mn, k, lbo, sbo, start, base_offset);
   }
 };
 

@@ -154,15 +154,16 @@ pub fn form_text(f: &SmemForm) -> String {
 
 const SMEM_NOTE: &str = "//
 // For each element size, major-ness and swizzle mode a study measured (`fp4probe wgmma smem`):
-// smem_offset_<bits>bit_<major>_<swizzle>(mn, k, lbo, sbo, start), the byte offset from a
-// descriptor's start address of element (mn, k) of a tile, mn the row of A (m) or the column of
-// B (n), with LBO and SBO the descriptor's fields in bytes and `start` its start as a
-// shared-memory address (the XOR reads absolute address bits; any value with the same bits
-// 4..9 gives the same offsets). The form is the study's fit, X(start + sum of terms) - start,
-// X the XOR pattern of address bits [4, 4+s) with bits [7, 7+s): per coordinate bit, a constant
-// or a multiple of LBO or SBO, as the sweep of those fields measured. Each holds for the
-// descriptor's base offset 0 (the studies' other base offsets are quoted below each form). It
-// was measured for mn < kMeasuredMN and k < kMeasuredK; past them the highest run of bits of a
+// smem_offset_<bits>bit_<major>_<swizzle>(mn, k, lbo, sbo, start, base_offset), the byte offset
+// (smem_bit_offset_...: bit offset, for 1-bit elements) from a descriptor's start address of
+// element (mn, k) of a tile, mn the row of A (m) or the column of B (n), with LBO and SBO the
+// descriptor's fields in bytes, `start` its start as a shared-memory address (the XOR reads
+// absolute address bits; any value with the same bits 4..9 gives the same offsets) and
+// `base_offset` its base-offset field. The form is the study's fit, X(start + sum of terms) -
+// start, X the XOR pattern of address bits [4, 4+s) with (bits [7, 7+s) less the base offset)
+// mod 2^s: per coordinate bit, a constant or a multiple of LBO or SBO, as the sweep of those
+// fields measured. The base offsets each form was measured with are listed above it (a sweep
+// point the form does not reproduce is quoted as not used). It was measured for mn < kMeasuredMN and k < kMeasuredK; past them the highest run of bits of a
 // coordinate is read on as the fit writes it (`fp4probe codegen --verify` checks the wide tiles
 // it runs on the GPU). Where no sweep point changed LBO (SBO), kPinnedLBO (kPinnedSBO) is the
 // only value the form is known for (0: none pinned).
@@ -220,10 +221,11 @@ FP4PROBE_HD constexpr unsigned long long make_desc(unsigned start, unsigned lbo,
          static_cast<unsigned long long>(swizzle) << kDescSwizzleShift;
 }}
 
-// The XOR pattern the studies fit: address bits [4, 4+S) ^= bits [7, 7+S).
+// The XOR pattern the studies fit: address bits [4, 4+S) ^= (bits [7, 7+S) - base_offset)
+// mod 2^S.
 template <int S>
-FP4PROBE_HD constexpr unsigned xor_pattern(unsigned addr) {{
-  return addr ^ (((addr >> 7) & ((1u << S) - 1u)) << 4);
+FP4PROBE_HD constexpr unsigned xor_pattern(unsigned addr, unsigned base_offset) {{
+  return addr ^ ((((addr >> 7) - base_offset) & ((1u << S) - 1u)) << 4);
 }}
 
 // Smem<Bits, Major, Swizzle>: one measured form (specialised below for each study).
@@ -278,6 +280,16 @@ fn smem_form(s: &mut String, d: &Derived) {
         d.packed.0.sbo,
         d.points.join("; ")
     ));
+    if f.xor != Swizzle::None {
+        lines.push(format!(
+            "Base offsets measured: {} (the XOR's row phase less the base offset).",
+            f.base_offsets
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
     for p in &d.base_offset_points {
         lines.push(format!("Not used: {p}."));
     }
@@ -297,6 +309,7 @@ fn smem_form(s: &mut String, d: &Derived) {
         ("lbo", f.terms.iter().any(|t| t.lbo != 0)),
         ("sbo", f.terms.iter().any(|t| t.sbo != 0)),
         ("start", f.xor != Swizzle::None),
+        ("base_offset", f.xor != Swizzle::None),
     ] {
         if !used {
             let _ = writeln!(voids, "  (void){p};");
@@ -304,20 +317,23 @@ fn smem_form(s: &mut String, d: &Derived) {
     }
     let ret = match (f.xor, unit) {
         (Swizzle::None, _) => "lin".to_string(),
-        (x, 8) => format!("xor_pattern<{}>(start + lin) - start", xor_bits(x)),
+        (x, 8) => format!(
+            "xor_pattern<{}>(start + lin, base_offset) - start",
+            xor_bits(x)
+        ),
         (x, _) => format!(
-            "(xor_pattern<{}>(start + lin / 8u) - start) * 8u + lin % 8u",
+            "(xor_pattern<{}>(start + lin / 8u, base_offset) - start) * 8u + lin % 8u",
             xor_bits(x)
         ),
     };
     let _ = writeln!(
         s,
-        "FP4PROBE_HD constexpr unsigned {name}(unsigned mn, unsigned k, unsigned lbo, unsigned sbo,\n{pad}unsigned start) {{\n{voids}  const unsigned lin = {body};\n  return {ret};\n}}",
+        "FP4PROBE_HD constexpr unsigned {name}(unsigned mn, unsigned k, unsigned lbo, unsigned sbo,\n{pad}unsigned start, unsigned base_offset = 0) {{\n{voids}  const unsigned lin = {body};\n  return {ret};\n}}",
         pad = " ".repeat(32 + name.len()),
     );
     let _ = writeln!(
         s,
-        "template <>\nstruct Smem<{bits}, {major}, {swz}> {{\n  enum : int {{\n    kElemBits = {bits},\n    kMajor = {major},\n    kSwizzle = {swz},\n    kXor = {xor},\n    kMeasuredMN = {mmn},\n    kMeasuredK = {mk},\n    kPinnedLBO = {plbo},\n    kPinnedSBO = {psbo}\n  }};\n  FP4PROBE_HD static constexpr unsigned offset(unsigned mn, unsigned k, unsigned lbo, unsigned sbo,\n                                               unsigned start) {{\n    return {name}(mn, k, lbo, sbo, start);\n  }}\n}};\n",
+        "template <>\nstruct Smem<{bits}, {major}, {swz}> {{\n  enum : int {{\n    kElemBits = {bits},\n    kMajor = {major},\n    kSwizzle = {swz},\n    kXor = {xor},\n    kMeasuredMN = {mmn},\n    kMeasuredK = {mk},\n    kPinnedLBO = {plbo},\n    kPinnedSBO = {psbo}\n  }};\n  FP4PROBE_HD static constexpr unsigned offset(unsigned mn, unsigned k, unsigned lbo, unsigned sbo,\n                                               unsigned start, unsigned base_offset = 0) {{\n    return {name}(mn, k, lbo, sbo, start, base_offset);\n  }}\n}};\n",
         bits = f.elem_bits,
         major = major_enum(f.major),
         swz = swizzle_enum(f.swizzle),
@@ -775,6 +791,7 @@ mod tests {
             measured_k: 16,
             pinned_lbo: None,
             pinned_sbo: None,
+            base_offsets: Cow::Borrowed(&[0]),
             source: Cow::Borrowed("x"),
         };
         assert_eq!(

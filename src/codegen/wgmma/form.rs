@@ -6,8 +6,9 @@
 //! weight across them is solved as `c + l·LBO + s·SBO`: points that change LBO alone give `l`,
 //! SBO alone `s`, both together whichever is still missing; every point (the start+256 one
 //! too) must then agree. A field no passing point changed is pinned at the packed tile's
-//! value: the form says nothing about other values of it. Points with a non-zero base offset
-//! measure something else (their forms are quoted, not used). The form is checked against
+//! value: the form says nothing about other values of it. A point with a non-zero base offset is
+//! used where both tiles fit the same XOR pattern with the base offset as its row phase (the
+//! form then takes the base offset as a parameter); otherwise its forms are quoted, not used. The form is checked against
 //! every byte of the study's packed maps of A and B before it is returned.
 
 use super::tables::{Axis, SmemForm, SmemTerm};
@@ -25,7 +26,8 @@ pub struct Derived {
     pub also_fits: Vec<Swizzle>,
     /// The sweep points the form rests on (labels).
     pub points: Vec<String>,
-    /// `label: A form; B form` of the points with a non-zero base offset.
+    /// `label: A form; B form` of the points with a non-zero base offset the form does not
+    /// reproduce.
     pub base_offset_points: Vec<String>,
     /// The packed tile's descriptors (A, B).
     pub packed: (Desc, Desc),
@@ -187,8 +189,27 @@ pub fn derive(m: &WgSmemMap, path: &str) -> Result<Derived, String> {
     );
     let mut used = Vec::new();
     let mut base_offset_points = Vec::new();
+    let mut base_offsets = std::collections::BTreeSet::from([base0.0]);
+    // A point with another base offset is used where both tiles fit the same pattern with the
+    // base offset as the row phase (what the XOR subtracts from address bits [7, 7+s)).
+    let phase_mask = xor.width() / 16 - 1;
+    let phase_is = |f: &Option<SmemFit>, base_offset: u32| {
+        f.as_ref().is_some_and(|f| {
+            f.xor == xor && f.origin == 0.0 && f.phase_offset == base_offset & phase_mask
+        })
+    };
     for p in m.sweep.iter().filter(|p| p.passed) {
         let (da, db) = (&p.setting.a_desc, &p.setting.b_desc);
+        if (da.base_offset, db.base_offset) != base0
+            && da.base_offset == db.base_offset
+            && base0.0 == 0
+            && phase_is(&p.a_fit, da.base_offset)
+            && phase_is(&p.b_fit, db.base_offset)
+        {
+            base_offsets.insert(da.base_offset);
+            used.push(p);
+            continue;
+        }
         if (da.base_offset, db.base_offset) != base0 {
             let show = |f: &Option<SmemFit>| {
                 f.as_ref()
@@ -204,12 +225,7 @@ pub fn derive(m: &WgSmemMap, path: &str) -> Result<Derived, String> {
             ));
             continue;
         }
-        if let (Some(a), Some(b)) = (&p.a_fit, &p.b_fit)
-            && a.xor == xor
-            && b.xor == xor
-            && a.origin == 0.0
-            && b.origin == 0.0
-        {
+        if phase_is(&p.a_fit, 0) && phase_is(&p.b_fit, 0) {
             used.push(p);
         }
     }
@@ -284,6 +300,7 @@ pub fn derive(m: &WgSmemMap, path: &str) -> Result<Derived, String> {
         measured_k: extent(Axis::K),
         pinned_lbo: (!la).then_some(a0.lbo),
         pinned_sbo: (!sa).then_some(a0.sbo),
+        base_offsets: Cow::Owned(base_offsets.into_iter().collect()),
         source: Cow::Owned(path.to_string()),
     };
     // Every byte of the packed maps, as measured.
@@ -297,7 +314,7 @@ pub fn derive(m: &WgSmemMap, path: &str) -> Result<Derived, String> {
         for e in rows.iter() {
             let (r, c) = (e[2] as u32, e[3] as u32);
             let (mn, k) = if row_is_mn { (r, c) } else { (c, r) };
-            let got = form.bit_offset(mn, k, desc.lbo, desc.sbo, start);
+            let got = form.bit_offset(mn, k, desc.lbo, desc.sbo, start, desc.base_offset);
             let want = e[0] * 8 + e[1];
             if got != want {
                 return Err(format!(

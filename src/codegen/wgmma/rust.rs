@@ -95,7 +95,7 @@ pub fn module(s: &Sources, command: &str) -> Result<String> {
             .collect();
         let _ = writeln!(
             out,
-            "    SmemForm {{\n        elem_bits: {},\n        major: {},\n        swizzle: {},\n        xor: {},\n        terms: Cow::Borrowed(&[\n            {},\n        ]),\n        measured_mn: {},\n        measured_k: {},\n        pinned_lbo: {:?},\n        pinned_sbo: {:?},\n        source: Cow::Borrowed({:?}),\n    }},",
+            "    SmemForm {{\n        elem_bits: {},\n        major: {},\n        swizzle: {},\n        xor: {},\n        terms: Cow::Borrowed(&[\n            {},\n        ]),\n        measured_mn: {},\n        measured_k: {},\n        pinned_lbo: {:?},\n        pinned_sbo: {:?},\n        base_offsets: Cow::Borrowed(&{:?}),\n        source: Cow::Borrowed({:?}),\n    }},",
             f.elem_bits,
             major(f.major),
             swizzle(f.swizzle),
@@ -105,6 +105,7 @@ pub fn module(s: &Sources, command: &str) -> Result<String> {
             f.measured_k,
             f.pinned_lbo,
             f.pinned_sbo,
+            f.base_offsets,
             f.source
         );
     }

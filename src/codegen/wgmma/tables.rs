@@ -72,7 +72,8 @@ impl SmemTerm {
 /// The measured shared-memory layout of one element size, major-ness and swizzle mode: the
 /// offset of element (mn, k) from the descriptor's start is
 /// `X(start + Σ terms) − start` (in bytes; bits for sub-byte elements), X the XOR pattern
-/// `xor` (address bits [4, 4+s) ^= bits [7, 7+s)) over absolute shared-memory addresses.
+/// `xor` over absolute shared-memory addresses: address bits [4, 4+s) ^= (bits [7, 7+s) less
+/// the descriptor's base offset) mod 2^s.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SmemForm {
     pub elem_bits: u32,
@@ -88,6 +89,9 @@ pub struct SmemForm {
     /// Where no passing sweep point changed LBO (SBO), the form holds for this value only.
     pub pinned_lbo: Option<u32>,
     pub pinned_sbo: Option<u32>,
+    /// The descriptor base offsets whose sweep points the form (with the base offset taken
+    /// from the XOR's row phase) reproduces; 0 is the packed tile's.
+    pub base_offsets: Cow<'static, [u32]>,
     /// The study it comes from, relative to the repository root.
     pub source: Cow<'static, str>,
 }
@@ -100,19 +104,53 @@ impl SmemForm {
 
     /// The bit offset of element (mn, k) from the descriptor's start address `start` (an
     /// absolute shared-memory byte address, or its offset from any 1024-byte boundary), for
-    /// a descriptor with this LBO and SBO (bytes) and base offset 0.
-    pub fn bit_offset(&self, mn: u32, k: u32, lbo: u32, sbo: u32, start: u32) -> i64 {
+    /// a descriptor with this LBO and SBO (bytes) and base offset.
+    pub fn bit_offset(
+        &self,
+        mn: u32,
+        k: u32,
+        lbo: u32,
+        sbo: u32,
+        start: u32,
+        base_offset: u32,
+    ) -> i64 {
         let lin: i64 = self.terms.iter().map(|t| t.bits(mn, k, lbo, sbo)).sum();
         let abs = start as i64 * 8 + lin;
         let byte = abs.div_euclid(8);
         let bit = abs.rem_euclid(8);
-        let moved = swizzle(byte as u32, self.xor, 0) as i64;
+        let moved = swizzle(byte as u32, self.xor, base_offset) as i64;
         (moved - start as i64) * 8 + bit
     }
 
     /// [`bit_offset`](Self::bit_offset) in bytes (elements of 8 bits or more).
-    pub fn byte_offset(&self, mn: u32, k: u32, lbo: u32, sbo: u32, start: u32) -> i64 {
-        self.bit_offset(mn, k, lbo, sbo, start).div_euclid(8)
+    pub fn byte_offset(
+        &self,
+        mn: u32,
+        k: u32,
+        lbo: u32,
+        sbo: u32,
+        start: u32,
+        base_offset: u32,
+    ) -> i64 {
+        self.bit_offset(mn, k, lbo, sbo, start, base_offset)
+            .div_euclid(8)
+    }
+
+    /// Why a descriptor's base offset is outside what the study measured, if it is (without
+    /// a swizzle the XOR, the only reader of the field, is absent).
+    pub fn check_base_offset(&self, base_offset: u32) -> Result<(), String> {
+        if self.xor == Swizzle::None || self.base_offsets.contains(&base_offset) {
+            return Ok(());
+        }
+        Err(format!(
+            "{}: base offset {base_offset} was not measured (measured: {})",
+            self.stem(),
+            self.base_offsets
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
     }
 
     /// Why (lbo, sbo) is outside what the study measured, if it is.

@@ -9,8 +9,9 @@
 //! Each case is planned on the host from the same forms (`crate::generated::wgmma`): the
 //! packed LBO and SBO of its tiles, where each element lands, and the region sizes. A case the
 //! measurements do not cover (no study of its element size; a field the study pinned at another
-//! value; a form that puts two elements of the tile on one byte past the measured extent) is
-//! listed as not run, with the reason, and compiles no kernel.
+//! value; a base offset no sweep point measured; a form that puts two elements of the tile in
+//! one place past the measured extent) is listed as not run, with the reason, and compiles no
+//! kernel.
 
 use super::super::cpp_name;
 use super::super::nvrtc::{self, Output};
@@ -34,26 +35,35 @@ pub const KERNEL: &str = "kernels/wgmma_roundtrip.cu";
 const MAX_SMEM: u32 = 227 * 1024 - 1024;
 
 /// The wide families `--verify` runs under every swizzle mode (K-major, and MN-major where the
-/// type takes the transpose), from shared memory and, once, with A from registers.
-pub const WIDE: [&str; 4] = [
+/// type takes the transpose), from shared memory and, once, with A from registers; 1-bit
+/// elements too, packed eight to a byte.
+pub const WIDE: [&str; 5] = [
     "m64n64k16.f32.bf16.bf16",
     "m64n64k32.f32.e4m3.e4m3",
     "m64n256k16.f32.bf16.bf16",
     "m64n256k32.f32.e4m3.e4m3",
+    "m64n16k256.s32.b1.b1.and.popc",
 ];
 
+/// The descriptor base offset the swizzled K-major cases of the [`WIDE`] families run with
+/// once more: with an aligned start, the XOR's row phase moves by it (3: every bit the
+/// 128B pattern reads).
+pub const BASE_OFFSET: u32 = 3;
+
 /// One round trip: a variant, the major-ness of A (from shared memory) and B, and the swizzle
-/// mode of both descriptors.
+/// mode and base offset of both descriptors.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Case {
     pub variant: WgVariant,
     pub major_a: Major,
     pub major_b: Major,
     pub swizzle: Swizzle,
+    pub base_offset: u32,
 }
 
 impl Case {
-    /// `m64n64k16.f32.bf16.bf16.ss.K.128B`, or `...rs.K.none` (the major-ness of B for rs).
+    /// `m64n64k16.f32.bf16.bf16.ss.K.128B`, or `...rs.K.none` (the major-ness of B for rs),
+    /// `...ss.K.128B.bo3` with base offset 3.
     pub fn id(&self) -> String {
         let major = match self.variant.a_src {
             ASource::Ss if self.major_a != self.major_b => {
@@ -61,7 +71,12 @@ impl Case {
             }
             _ => self.major_b.name().to_string(),
         };
-        format!("{}.{major}.{}", self.variant.id(), self.swizzle.name())
+        let bo = if self.base_offset == 0 {
+            String::new()
+        } else {
+            format!(".bo{}", self.base_offset)
+        };
+        format!("{}.{major}.{}{bo}", self.variant.id(), self.swizzle.name())
     }
 
     /// The kernel's name.
@@ -97,7 +112,8 @@ impl Case {
 /// Every case `--verify` runs or reports as not run: A from registers with B K-major and no
 /// swizzle for every variant whose A table was measured (every type at N = 16), and for each
 /// [`WIDE`] family every swizzle mode with A and B K-major (and MN-major for f16/bf16) from
-/// shared memory, plus A from registers with B K-major under 128B.
+/// shared memory, the swizzled K-major ones again with base offset [`BASE_OFFSET`], plus A
+/// from registers with B K-major under 128B.
 pub fn cases() -> Vec<Case> {
     let mut out = Vec::new();
     let mut rs: Vec<&str> = crate::generated::wgmma::A_TABLES
@@ -112,6 +128,7 @@ pub fn cases() -> Vec<Case> {
                 major_a: Major::K,
                 major_b: Major::K,
                 swizzle: Swizzle::None,
+                base_offset: 0,
             });
         }
     }
@@ -130,8 +147,18 @@ pub fn cases() -> Vec<Case> {
                     major_a: m,
                     major_b: m,
                     swizzle: sw,
+                    base_offset: 0,
                 });
             }
+        }
+        for sw in [Swizzle::B32, Swizzle::B64, Swizzle::B128] {
+            out.push(Case {
+                variant: ss.clone(),
+                major_a: Major::K,
+                major_b: Major::K,
+                swizzle: sw,
+                base_offset: BASE_OFFSET,
+            });
         }
         if let Some(rs) = find(&format!("{fam}.rs")) {
             out.push(Case {
@@ -139,6 +166,7 @@ pub fn cases() -> Vec<Case> {
                 major_a: Major::K,
                 major_b: Major::K,
                 swizzle: Swizzle::B128,
+                base_offset: 0,
             });
         }
     }
@@ -150,7 +178,7 @@ pub fn cases() -> Vec<Case> {
 pub struct Region {
     pub lbo: u32,
     pub sbo: u32,
-    /// Byte offset of element (mn, k), `offsets[mn * k_extent + k]`, from the region's start.
+    /// Bit offset of element (mn, k), `offsets[mn * k_extent + k]`, from the region's start.
     pub offsets: Vec<u32>,
     /// One past the last byte an element occupies.
     pub end: u32,
@@ -169,16 +197,23 @@ pub struct Plan {
 }
 
 /// Where the form puts every element of an `mn × k` tile, or why the case is not covered.
-fn region(form: &SmemForm, major: Major, mn: u32, k: u32, start: u32) -> Result<Region, String> {
+fn region(
+    form: &SmemForm,
+    major: Major,
+    (mn, k): (u32, u32),
+    start: u32,
+    base_offset: u32,
+) -> Result<Region, String> {
     let bits = form.elem_bits;
     let d = packed_desc(major, form.swizzle, bits, mn, k, 0);
     form.check_fields(d.lbo, d.sbo)?;
+    form.check_base_offset(base_offset)?;
     let mut offsets = Vec::with_capacity((mn * k) as usize);
     let mut seen = HashSet::new();
     let mut end = 0u32;
     for i in 0..mn {
         for j in 0..k {
-            let o = form.byte_offset(i, j, d.lbo, d.sbo, start);
+            let o = form.bit_offset(i, j, d.lbo, d.sbo, start, base_offset);
             if o < 0 || !seen.insert(o) {
                 return Err(format!(
                     "{}: the measured form puts element (mn {i}, k {j}) of the {mn} x {k} tile \
@@ -187,14 +222,14 @@ fn region(form: &SmemForm, major: Major, mn: u32, k: u32, start: u32) -> Result<
                     if o < 0 {
                         "before the descriptor's start"
                     } else {
-                        "on a byte another element has"
+                        "where another element is"
                     },
                     form.measured_mn,
                     form.measured_k
                 ));
             }
             offsets.push(o as u32);
-            end = end.max(o as u32 + bits / 8);
+            end = end.max((o as u32 + bits).div_ceil(8));
         }
     }
     Ok(Region {
@@ -219,11 +254,23 @@ pub fn plan(c: &Case) -> Result<Plan, String> {
         })
     };
     let a = match v.a_src {
-        ASource::Ss => Some(region(form(c.major_a)?, c.major_a, M, v.a_k(), 0)?),
+        ASource::Ss => Some(region(
+            form(c.major_a)?,
+            c.major_a,
+            (M, v.a_k()),
+            0,
+            c.base_offset,
+        )?),
         ASource::Rs => None,
     };
     let b_off = a.as_ref().map_or(0, |r| r.end.next_multiple_of(1024));
-    let b = region(form(c.major_b)?, c.major_b, v.n, v.k, b_off)?;
+    let b = region(
+        form(c.major_b)?,
+        c.major_b,
+        (v.n, v.k),
+        b_off,
+        c.base_offset,
+    )?;
     let bytes = (b_off + b.end).next_multiple_of(16);
     if bytes > MAX_SMEM {
         return Err(format!(
@@ -383,8 +430,9 @@ fn run_plan(
                 KernelArg::U32(p.b.sbo),
                 KernelArg::U32(p.b_off),
                 KernelArg::U32(p.bytes),
+                KernelArg::U32(p.case.base_offset),
             ];
-            // SAFETY: the arguments follow WG_ROUNDTRIP_PARAMS (four pointers, six u32); A, B
+            // SAFETY: the arguments follow WG_ROUNDTRIP_PARAMS (four pointers, seven u32); A, B
             // and C hold the m×k, k×n and m×n tiles the kernel reads, D m×n words; the kernel
             // touches `bytes` of shared memory past its aligned base, within bytes + 1024.
             unsafe { gpu.launch_3d_smem(f, (1, 1, 1), (THREADS, 1), p.bytes + 1024, &args) }?;
