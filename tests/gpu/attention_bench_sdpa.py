@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""PyTorch side of the fp4probe attention benchmark: SDPA flash / cuDNN in bf16.
+"""PyTorch side of the fp4probe attention benchmark: SDPA flash / cuDNN in bf16, and
+the project's Triton FP8 baseline (tests/gpu/triton_fp8_attention.py).
 
 Three modes:
 
@@ -7,12 +8,16 @@ Three modes:
              tensors q, k, v of shape [B, H, S, D] (torch.randn, seeded), once
              pinned to SDPBackend.FLASH_ATTENTION and once to
              SDPBackend.CUDNN_ATTENTION (torch.nn.attention.sdpa_kernel with a
-             single backend: no silent fallback, an unusable backend raises).
+             single backend: no silent fallback, an unusable backend raises),
+             and the Triton FP8 kernel on the same inputs quantized to E4M3
+             once per shape (its config: that module's TUNED table, or a search
+             per shape with --triton-search, printed).
              Writes one CSV (rows flushed as they are measured).  Each output is
              also compared once per shape with SDPBackend.MATH in float32 on the
              same inputs (S <= --check-max-seq, default 4096) and the max abs
-             error is printed (printed, never fatal; flagged SUSPECT above
-             max(0.05, 0.02 * max|ref|), or if the output is not finite).
+             error and cosine are printed (printed, never fatal; flagged SUSPECT
+             above max(0.05, 0.02 * max|ref|) for SDPA, outside the FP8 module's
+             stated thresholds for triton-fp8, or if the output is not finite).
   merge   -- concatenate CSVs of the same header (this script's and fp4probe's
              rows `fp4-prequant` / `fp4-onthefly`), sort by
              (seq, head_dim, causal, impl), optionally write markdown tables, one
@@ -20,7 +25,7 @@ Three modes:
   memory  -- torch.cuda.max_memory_allocated around one SDPA call (flash by
              default), printed only.
 
-Commands for the lead, on the device (H100, torch 2.11):
+Commands for the lead, on the device (Hopper; torch 2.11, triton 3.6 for triton-fp8):
 
   python3 tests/gpu/attention_bench_sdpa.py bench --csv $OUT/sdpa.csv            # ~20-60 s, see below
   python3 tests/gpu/attention_bench_sdpa.py merge --csv $OUT/sdpa.csv --csv $OUT/fp4.csv \\
@@ -28,17 +33,21 @@ Commands for the lead, on the device (H100, torch 2.11):
   python3 tests/gpu/attention_bench_sdpa.py memory --seq 16384 --head-dim 128    # optional, context
 
 Smoke run: `bench --csv /tmp/s.csv --shapes 1x32x1024x64 --repeats 5`.
-Other knobs: `--shapes BxHxSxD ...` (default 1x32x{1024,4096,16384}x{64,128}),
-`--causal both|true|false`, `--impls flash,cudnn`, `--no-check`, `--no-sleep`,
-`--sleep-us-per-call US`, `--verbose` (tracebacks of failures).
+Other knobs: `--shapes BxHxSxD ...` (default 1x32x{1024,4096,16384}x{64,128} and
+1x32:8x{4096,16384}x128), `BxH:HKVxSxD` for grouped-query attention (HKV K/V
+heads, a divisor of H; SDPA's enable_gqa), `--causal both|true|false`,
+`--impls flash,cudnn,triton-fp8` (the default), `--triton-search`, `--no-check`,
+`--no-sleep`, `--sleep-us-per-call US`, `--verbose` (tracebacks of failures).
 
 CSV (exactly; shared with fp4probe):
   impl,batch,heads,seq,head_dim,causal,ms,tflops
   sdpa-flash-bf16,1,32,4096,128,false,1.2345,445.3
-impl is sdpa-flash-bf16 or sdpa-cudnn-bf16; causal is true/false; ms has 4
-decimals, tflops 1 decimal.  tflops comes from the unrounded median, so at
-S = 1024 (0.01-0.05 ms per call) it is the more precise column, and merge's
-"x flash" ratio is taken from it.
+impl is sdpa-flash-bf16, sdpa-cudnn-bf16 or triton-fp8-e4m3, with `-kvN` appended
+for grouped-query shapes (N K/V heads; heads is the query heads, the FLOP
+count's H); causal is true/false; ms has 4 decimals, tflops 1 decimal.  tflops
+comes from the unrounded median, so at S = 1024 (0.01-0.05 ms per call) it is
+the more precise column, and merge's "x flash" ratio is taken from it (a -kvN
+row against sdpa-flash-bf16-kvN).
 
 FLOP convention (FlashAttention's): flops = 4 * B * H * S * S * D (two GEMMs,
 QK^T and PV, 2 flops per multiply-add), halved for causal.  TFLOP/s =
@@ -64,6 +73,10 @@ is 4.4 TFLOP per call, ~12 ms for flash, ~7 ms for cuDNN, 15 calls each; the
 S <= 4096 shapes and the f32 math checks add well under 1 s).  Wall time is
 dominated by import torch, CUDA context creation, lazy kernel-module loading and
 cuDNN's per-shape plan build in the first call: expect ~20-60 s in total.
+triton-fp8 adds a compile of about a second per config used; --triton-search
+compiles every candidate up front in parallel processes (~10-15 s on 16 cores)
+and times ~20 candidates per shape (the default shapes with it: about a minute on the
+H200).
 
 Exit status.  bench: 0 all requested (impl, shape) rows written; 1 CSV written
 but some failed (listed at the end, and in stderr as they happen); 2 nothing
@@ -314,7 +327,7 @@ def _impl_call(name, F, q, k, v, causal, args):
         if cfg is None:
             raise RuntimeError("no candidate config ran")
     else:
-        cfg = t8.tuned_config(d, causal, s)
+        cfg = t8.tuned_config(d, causal, s, hkv != h)
     return contextlib.nullcontext(), t8.make_launch(prep, causal, cfg), t8.within_tolerance, \
         f"  [{cfg.tag()}]"
 
