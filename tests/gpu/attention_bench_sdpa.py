@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""PyTorch side of the fp4probe attention benchmark: SDPA flash / cuDNN in bf16.
+"""PyTorch side of the fp4probe attention benchmark: SDPA flash / cuDNN in bf16, and
+the project's Triton FP8 baseline (tests/gpu/triton_fp8_attention.py).
 
 Three modes:
 
@@ -7,12 +8,16 @@ Three modes:
              tensors q, k, v of shape [B, H, S, D] (torch.randn, seeded), once
              pinned to SDPBackend.FLASH_ATTENTION and once to
              SDPBackend.CUDNN_ATTENTION (torch.nn.attention.sdpa_kernel with a
-             single backend: no silent fallback, an unusable backend raises).
+             single backend: no silent fallback, an unusable backend raises),
+             and the Triton FP8 kernel on the same inputs quantized to E4M3
+             once per shape (its config: that module's TUNED table, or a search
+             per shape with --triton-search, printed).
              Writes one CSV (rows flushed as they are measured).  Each output is
              also compared once per shape with SDPBackend.MATH in float32 on the
              same inputs (S <= --check-max-seq, default 4096) and the max abs
-             error is printed (printed, never fatal; flagged SUSPECT above
-             max(0.05, 0.02 * max|ref|), or if the output is not finite).
+             error and cosine are printed (printed, never fatal; flagged SUSPECT
+             above max(0.05, 0.02 * max|ref|) for SDPA, outside the FP8 module's
+             stated thresholds for triton-fp8, or if the output is not finite).
   merge   -- concatenate CSVs of the same header (this script's and fp4probe's
              rows `fp4-prequant` / `fp4-onthefly`), sort by
              (seq, head_dim, causal, impl), optionally write markdown tables, one
@@ -20,7 +25,7 @@ Three modes:
   memory  -- torch.cuda.max_memory_allocated around one SDPA call (flash by
              default), printed only.
 
-Commands for the lead, on the device (H100, torch 2.11):
+Commands for the lead, on the device (Hopper; torch 2.11, triton 3.6 for triton-fp8):
 
   python3 tests/gpu/attention_bench_sdpa.py bench --csv $OUT/sdpa.csv            # ~20-60 s, see below
   python3 tests/gpu/attention_bench_sdpa.py merge --csv $OUT/sdpa.csv --csv $OUT/fp4.csv \\
@@ -28,17 +33,21 @@ Commands for the lead, on the device (H100, torch 2.11):
   python3 tests/gpu/attention_bench_sdpa.py memory --seq 16384 --head-dim 128    # optional, context
 
 Smoke run: `bench --csv /tmp/s.csv --shapes 1x32x1024x64 --repeats 5`.
-Other knobs: `--shapes BxHxSxD ...` (default 1x32x{1024,4096,16384}x{64,128}),
-`--causal both|true|false`, `--impls flash,cudnn`, `--no-check`, `--no-sleep`,
-`--sleep-us-per-call US`, `--verbose` (tracebacks of failures).
+Other knobs: `--shapes BxHxSxD ...` (default 1x32x{1024,4096,16384}x{64,128} and
+1x32:8x{4096,16384}x128), `BxH:HKVxSxD` for grouped-query attention (HKV K/V
+heads, a divisor of H; SDPA's enable_gqa), `--causal both|true|false`,
+`--impls flash,cudnn,triton-fp8` (the default), `--triton-search`, `--no-check`,
+`--no-sleep`, `--sleep-us-per-call US`, `--verbose` (tracebacks of failures).
 
 CSV (exactly; shared with fp4probe):
   impl,batch,heads,seq,head_dim,causal,ms,tflops
   sdpa-flash-bf16,1,32,4096,128,false,1.2345,445.3
-impl is sdpa-flash-bf16 or sdpa-cudnn-bf16; causal is true/false; ms has 4
-decimals, tflops 1 decimal.  tflops comes from the unrounded median, so at
-S = 1024 (0.01-0.05 ms per call) it is the more precise column, and merge's
-"x flash" ratio is taken from it.
+impl is sdpa-flash-bf16, sdpa-cudnn-bf16 or triton-fp8-e4m3, with `-kvN` appended
+for grouped-query shapes (N K/V heads; heads is the query heads, the FLOP
+count's H); causal is true/false; ms has 4 decimals, tflops 1 decimal.  tflops
+comes from the unrounded median, so at S = 1024 (0.01-0.05 ms per call) it is
+the more precise column, and merge's "x flash" ratio is taken from it (a -kvN
+row against sdpa-flash-bf16-kvN).
 
 FLOP convention (FlashAttention's): flops = 4 * B * H * S * S * D (two GEMMs,
 QK^T and PV, 2 flops per multiply-add), halved for causal.  TFLOP/s =
@@ -64,6 +73,10 @@ is 4.4 TFLOP per call, ~12 ms for flash, ~7 ms for cuDNN, 15 calls each; the
 S <= 4096 shapes and the f32 math checks add well under 1 s).  Wall time is
 dominated by import torch, CUDA context creation, lazy kernel-module loading and
 cuDNN's per-shape plan build in the first call: expect ~20-60 s in total.
+triton-fp8 adds a compile of about a second per config used; --triton-search
+compiles every candidate up front in parallel processes (~10-15 s on 16 cores)
+and times ~20 candidates per shape (the default shapes with it: about a minute on the
+H200).
 
 Exit status.  bench: 0 all requested (impl, shape) rows written; 1 CSV written
 but some failed (listed at the end, and in stderr as they happen); 2 nothing
@@ -82,6 +95,7 @@ import argparse
 import csv
 import math
 import os
+import re
 import statistics
 import sys
 import time
@@ -94,12 +108,15 @@ except ImportError:  # pragma: no cover
     torch = None
 
 HEADER = ["impl", "batch", "heads", "seq", "head_dim", "causal", "ms", "tflops"]
-IMPLS = {  # short name -> (CSV impl name, SDPBackend attribute)
+IMPLS = {  # short name -> (CSV impl name, SDPBackend attribute; None: not SDPA)
     "flash": ("sdpa-flash-bf16", "FLASH_ATTENTION"),
     "cudnn": ("sdpa-cudnn-bf16", "CUDNN_ATTENTION"),
+    "triton-fp8": ("triton-fp8-e4m3", None),  # tests/gpu/triton_fp8_attention.py
 }
 FLASH_IMPL = "sdpa-flash-bf16"
-DEFAULT_SHAPES = [(1, 32, s, d) for s in (1024, 4096, 16384) for d in (64, 128)]
+# (B, H_q, H_kv, S, D); the last two: grouped-query attention, 4 query heads per K/V head
+DEFAULT_SHAPES = [(1, 32, 32, s, d) for s in (1024, 4096, 16384) for d in (64, 128)] + \
+    [(1, 32, 8, s, 128) for s in (4096, 16384)]
 SUSPECT_ABS_ERR = 0.05
 
 
@@ -122,22 +139,37 @@ def fmt_row(impl, b, h, s, d, causal, ms):
             f"{ms:.4f}", f"{tflops_of(b, h, s, d, causal, ms):.1f}"]
 
 
+def row_impl(impl, h, hkv):
+    """The CSV has no K/V-heads column: grouped-query rows carry it in the impl name."""
+    return impl if hkv == h else f"{impl}-kv{hkv}"
+
+
 def parse_shapes(tokens):
+    """BxHxSxD or BxH:HKVxSxD (grouped-query: HKV K/V heads) -> [(b, h, hkv, s, d)]."""
     shapes = []
     for tok in tokens:
         for part in tok.split(","):
             part = part.strip()
             if not part:
                 continue
+            dims = part.lower().split("x")
+            heads = dims[1].split(":") if len(dims) == 4 else []
             try:
-                dims = [int(x) for x in part.lower().split("x")]
-            except ValueError:
-                dims = []
-            if len(dims) != 4 or min(dims) <= 0:
+                b, s, d = int(dims[0]), int(dims[2]), int(dims[3])
+                h, hkv = int(heads[0]), int(heads[-1])
+                ok = len(heads) in (1, 2) and min(b, h, hkv, s, d) > 0 and h % hkv == 0
+            except (ValueError, IndexError):
+                ok = False
+            if not ok:
                 raise argparse.ArgumentTypeError(
-                    f"bad shape {part!r}: want BxHxSxD, e.g. 1x32x4096x128")
-            shapes.append(tuple(dims))
+                    f"bad shape {part!r}: want BxHxSxD, e.g. 1x32x4096x128, or BxH:HKVxSxD "
+                    "(HKV K/V heads dividing H), e.g. 1x32:8x4096x128")
+            shapes.append((b, h, hkv, s, d))
     return shapes
+
+
+def shape_tag(b, h, hkv, s, d):
+    return f"{b}x{h}{'' if hkv == h else f':{hkv}'}x{s}x{d}"
 
 
 def parse_causal(text):
@@ -149,7 +181,12 @@ def parse_causal(text):
 # --------------------------------------------------------------------------
 
 def print_env(dev):
-    print(f"torch {torch.__version__}  cuda {torch.version.cuda}  python {sys.version.split()[0]}")
+    try:
+        import triton
+        tv = triton.__version__
+    except ImportError:
+        tv = "absent"
+    print(f"torch {torch.__version__}  cuda {torch.version.cuda}  triton {tv}  python {sys.version.split()[0]}")
     if dev.type == "cuda":
         p = torch.cuda.get_device_properties(dev)
         print(f"device {p.name}  sm_{p.major}{p.minor}  {p.multi_processor_count} SMs  "
@@ -223,8 +260,8 @@ class Timer:
         return [s.elapsed_time(e) for s, e in zip(starts, ends)], note
 
 
-def _reference(q, k, v, causal):
-    """SDPBackend.MATH in float32 on the same (bf16) inputs."""
+def reference_f32(q, k, v, causal):
+    """SDPBackend.MATH in float32 on the same (bf16) inputs, TF32 off."""
     import torch.nn.functional as F
     old = None
     try:
@@ -236,7 +273,8 @@ def _reference(q, k, v, causal):
         old = None
     try:
         with _sdpa_ctx("MATH"):
-            return F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=causal)
+            return F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=causal,
+                                                  **_gqa(q, k))
     finally:
         if old is not None:
             try:
@@ -247,20 +285,61 @@ def _reference(q, k, v, causal):
                 pass
 
 
+def _gqa(q, k):
+    """SDPA's grouped-query switch, passed only where the heads differ (older torch lacks it)."""
+    return {"enable_gqa": True} if q.shape[1] != k.shape[1] else {}
+
+
+def cosine(a, b):
+    """Cosine similarity of two tensors, flattened, in f64."""
+    a, b = a.double().flatten(), b.double().flatten()
+    return float(a @ b / (a.norm() * b.norm()))
+
+
 class BenchFailure(Exception):
     """One (impl, shape) could not be measured; message = first error line + SDPA's reasons."""
 
 
-def measure_one(F, timer, q, k, v, ref, causal, backend, impl, shape, tag, args, want_check, reps):
+def _impl_call(name, F, q, k, v, causal, args):
+    """(context to run in, zero-argument call, tolerance check, config text) for one impl.
+
+    The Triton impl quantizes here, once per shape (pre-quantized inputs, like
+    fp4probe's prequant rows), and takes its tuned config or searches one.
+    """
+    impl, backend = IMPLS[name]
+    if backend is not None:
+
+        def call():
+            return F.scaled_dot_product_attention(q, k, v, is_causal=causal, **_gqa(q, k))
+
+        def ok(mx, refmax, cos):
+            return mx <= max(SUSPECT_ABS_ERR, 0.02 * refmax)
+
+        return _sdpa_ctx(backend), call, ok, ""
+    import contextlib
+    import triton_fp8_attention as t8
+    prep = t8.prepare(q, k, v)
+    b, h, hkv, s, d = prep.shape
+    if args.triton_search:
+        print(f"  triton-fp8 config search, {shape_tag(b, h, hkv, s, d)} causal={str(causal).lower()}:")
+        cfg, _ = t8.best_of(t8.search(prep, causal, t8.candidate_configs(d), rep_ms=60,
+                                      log=lambda m: print("  " + m, flush=True)))
+        if cfg is None:
+            raise RuntimeError("no candidate config ran")
+    else:
+        cfg = t8.tuned_config(d, causal, s, hkv != h)
+    return contextlib.nullcontext(), t8.make_launch(prep, causal, cfg), t8.within_tolerance, \
+        f"  [{cfg.tag()}]"
+
+
+def measure_one(F, timer, q, k, v, ref, causal, name, shape, tag, args, want_check, reps):
     """Check once against the reference, then time; returns (CSV row, printed line)."""
-    b, h, s, d = shape
+    b, h, hkv, s, d = shape
+    impl = row_impl(IMPLS[name][0], h, hkv)
     caught = []
     try:
-        with _sdpa_ctx(backend):  # the whole measurement is pinned to this one backend
-
-            def call():
-                return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
-
+        ctx, call, ok, cfg_txt = _impl_call(name, F, q, k, v, causal, args)
+        with ctx:  # an SDPA measurement is pinned to its one backend throughout
             # first call alone, warnings recorded: an unusable backend warns why
             # ("... kernel not used because ...") and then raises "No available kernel".
             with warnings.catch_warnings(record=True) as caught:
@@ -272,15 +351,17 @@ def measure_one(F, timer, q, k, v, ref, causal, backend, impl, shape, tag, args,
                 finite = bool(torch.isfinite(out).all())
                 mx = float(diff.max())
                 refmax = float(ref.abs().max())
+                cos = cosine(out.float(), ref)
                 err_txt = (f"  max|err| vs math-f32 {mx:.3e} (mean {float(diff.mean()):.2e}, "
-                           f"|ref|max {refmax:.2f})")
-                if not finite or not (mx <= max(SUSPECT_ABS_ERR, 0.02 * refmax)):
+                           f"|ref|max {refmax:.2f}, cosine {cos:.5f})")
+                if not finite or not ok(mx, refmax, cos):
                     err_txt += "  SUSPECT" + ("" if finite else " (non-finite output)")
                 del diff
             elif want_check:
                 err_txt = "  (no check: reference failed)"
             else:
                 err_txt = "" if args.no_check else f"  (no check: S > {args.check_max_seq})"
+            err_txt += cfg_txt
             del out
             times, note = timer.run(call, max(0, args.warmup - 1), reps)
     except Exception as e:  # noqa: BLE001
@@ -297,7 +378,7 @@ def measure_one(F, timer, q, k, v, ref, causal, backend, impl, shape, tag, args,
     if not (ms > 0 and math.isfinite(ms)):
         raise BenchFailure(f"median time {ms!r} ms is not positive finite (times {times[:5]}...)")
     row = fmt_row(impl, b, h, s, d, causal, ms)
-    line = (f"{impl:16s} {tag:44s} median {ms:9.4f} ms  min {min(times):.4f} max {max(times):.4f}  "
+    line = (f"{impl:20s} {tag:50s} median {ms:9.4f} ms  min {min(times):.4f} max {max(times):.4f}  "
             f"({reps} calls)  {row[7]:>7s} TFLOP/s{err_txt}")
     if note:
         line += f"\n  note: {note}"
@@ -332,9 +413,16 @@ def run_bench(args):
         impls.append(name)
 
     print_env(dev)
-    print(f"shapes {['x'.join(map(str, s)) for s in shapes]}  causal {causals}  impls {impls}  "
+    print(f"shapes {[shape_tag(*s) for s in shapes]}  causal {causals}  impls {impls}  "
           f"warmup {args.warmup}  repeats {args.repeats} (S>=16384: {max(10, args.repeats // 3)})")
     timer = Timer(dev, not args.no_sleep, args.sleep_us_per_call)
+    if "triton-fp8" in impls and args.triton_search and dev.type == "cuda":
+        try:  # every candidate of every head_dim compiled up front, in parallel
+            import triton_fp8_attention as t8
+            t8.precompile([(d, c, cfg) for d in sorted({sh[4] for sh in shapes} & {64, 128})
+                           for c in causals for cfg in t8.candidate_configs(d)])
+        except Exception as e:  # noqa: BLE001  (the search then compiles each in turn)
+            eprint(f"note: triton-fp8 precompile skipped: {_first_line(e)}")
 
     out_dir = os.path.dirname(os.path.abspath(args.csv))
     os.makedirs(out_dir, exist_ok=True)
@@ -345,35 +433,36 @@ def run_bench(args):
         w = csv.writer(fh, lineterminator="\n")
         w.writerow(HEADER)
         fh.flush()
-        for (b, h, s, d) in shapes:
+        for (b, h, hkv, s, d) in shapes:
             for causal in causals:
-                tag = f"B={b} H={h} S={s} D={d} causal={'true' if causal else 'false'}"
+                heads = f"H={h}" if hkv == h else f"H={h} H_kv={hkv}"
+                tag = f"B={b} {heads} S={s} D={d} causal={'true' if causal else 'false'}"
                 q = k = v = ref = None
                 try:
                     g = torch.Generator(device=dev).manual_seed(1234 + s + d + int(causal))
-                    q, k, v = (torch.randn(b, h, s, d, device=dev, dtype=torch.bfloat16, generator=g)
-                               for _ in range(3))
+                    q, k, v = (torch.randn(b, nh, s, d, device=dev, dtype=torch.bfloat16, generator=g)
+                               for nh in (h, hkv, hkv))
                 except Exception as e:  # noqa: BLE001
                     msg = f"allocating inputs: {_first_line(e)}"
                     eprint(f"FAIL {tag}: {msg}")
                     for name in impls:
-                        failures.append((IMPLS[name][0], tag, msg))
+                        failures.append((row_impl(IMPLS[name][0], h, hkv), tag, msg))
                     _free(dev)
                     continue
                 want_check = (not args.no_check) and s <= args.check_max_seq
                 if want_check:
                     try:
-                        ref = _reference(q, k, v, causal)
+                        ref = reference_f32(q, k, v, causal)
                     except Exception as e:  # noqa: BLE001
                         eprint(f"note {tag}: math reference failed, no check: {_first_line(e)}")
                         ref = None
                     _free(dev)  # drop the math backend's S x S temporaries before timing
                 reps = args.repeats if s < 16384 else max(10, args.repeats // 3)
                 for name in impls:
-                    impl, backend = IMPLS[name]
+                    impl = row_impl(IMPLS[name][0], h, hkv)
                     try:
-                        row, line = measure_one(F, timer, q, k, v, ref, causal, backend, impl,
-                                                (b, h, s, d), tag, args, want_check, reps)
+                        row, line = measure_one(F, timer, q, k, v, ref, causal, name,
+                                                (b, h, hkv, s, d), tag, args, want_check, reps)
                         w.writerow(row)
                         fh.flush()
                         n_rows += 1
@@ -514,11 +603,16 @@ def markdown_tables(rows):
     out = ["# Attention forward: fp4probe vs PyTorch SDPA (bf16)", "",
            "TFLOP/s = 4·B·H·S²·D / time (halved for causal; FlashAttention convention), forward only; "
            "ms = median of CUDA-event-timed calls. "
-           "× flash = TFLOP/s ÷ TFLOP/s of `sdpa-flash-bf16` on the same shape (> 1 is faster).", ""]
+           "× flash = TFLOP/s ÷ TFLOP/s of `sdpa-flash-bf16` on the same shape (> 1 is faster); "
+           "an impl ending in `-kvN` ran grouped-query attention with N K/V heads (heads = query heads).", ""]
+    def key(r):  # grouped-query rows compare with flash on the same K/V heads
+        kv = r["impl"][r["impl"].rfind("-kv"):] if re.search(r"-kv\d+$", r["impl"]) else ""
+        return kv, r["batch"], r["heads"], r["seq"], r["head_dim"], r["causal"]
+
     flash = {}
     for r in rows:
-        if r["impl"] == FLASH_IMPL:
-            flash.setdefault((r["batch"], r["heads"], r["seq"], r["head_dim"], r["causal"]), float(r["tflops"]))
+        if r["impl"] == FLASH_IMPL + key(r)[0]:
+            flash.setdefault(key(r), float(r["tflops"]))
     groups = {}
     for r in rows:
         groups.setdefault((int(r["head_dim"]), r["causal"] == "true"), []).append(r)
@@ -533,7 +627,7 @@ def markdown_tables(rows):
         out.append("| " + " | ".join(cols) + " |")
         out.append("|" + "|".join("---:" if c not in ("impl",) else ":---" for c in cols) + "|")
         for r in g:
-            base = flash.get((r["batch"], r["heads"], r["seq"], r["head_dim"], r["causal"]))
+            base = flash.get(key(r))
             tf = float(r["tflops"])
             ratio = f"{tf / base:.2f}×" if base else "—"
             cells = [r["seq"]] + ([r["batch"], r["heads"]] if len(bh) > 1 else []) + \
@@ -595,9 +689,13 @@ def main(argv=None):
     pb = sub.add_parser("bench", help="time SDPA flash / cuDNN (bf16), write CSV")
     pb.add_argument("--csv", required=True, help="output CSV")
     pb.add_argument("--shapes", nargs="+", type=str, default=None, metavar="BxHxSxD",
-                    help="shapes, space- or comma-separated (default 1x32x{1024,4096,16384}x{64,128})")
+                    help="shapes, space- or comma-separated (default 1x32x{1024,4096,16384}x{64,128} "
+                         "and 1x32:8x{4096,16384}x128)")
     pb.add_argument("--causal", choices=["both", "true", "false"], default="both")
-    pb.add_argument("--impls", default="flash,cudnn", help="comma list of: flash, cudnn")
+    pb.add_argument("--impls", default="flash,cudnn,triton-fp8",
+                    help="comma list of: flash, cudnn, triton-fp8")
+    pb.add_argument("--triton-search", action="store_true",
+                    help="triton-fp8: search its config per shape (printed) instead of the tuned table")
     pb.add_argument("--repeats", type=int, default=30, help="timed calls (S>=16384: max(10, repeats//3))")
     pb.add_argument("--warmup", type=int, default=5)
     pb.add_argument("--check-max-seq", type=int, default=4096,

@@ -6,18 +6,24 @@
 #             kernels through their software MMA), compute-sanitizer on each, and the kernels
 #             compiled by this machine's NVRTC (SASS checked)
 #   bench     the default kernel (wgmma on an H100) and the bf16 path, PyTorch SDPA (flash,
-#             cuDNN) side by side, merged into attention-bench.csv (bench-core: only this);
+#             cuDNN) and the Triton FP8 baseline (with its accuracy check) side by side, merged
+#             into attention-bench.csv (bench-core: only this);
 #             then (extra: only this) head_dim 256 separately, and an ncu instruction-mix and
 #             stall profile of the wgmma kernel
+#   baseline  no fp4probe binary: the Triton FP8 baseline's accuracy check, then SDPA flash,
+#             cuDNN and the baseline side by side (sdpa.csv, attention-bench-baseline.md);
+#             SDPA_ARGS adds bench arguments (--triton-search: search the configs again)
+# The Python scripts are taken from this script's folder.
 # Results in $OUT (the whole output in run-<mode>.log), everything also packed into
 # $OUT/attention-<mode>.tgz (the device tool returns only a few files per call).
 set -uo pipefail
 MODE=${1:-all}
 B=.dev/bin
+G=$(dirname "$0")
 OUT=${OUT:-/tmp/fp4probe-out}
 case "$MODE" in
-  validate|bench-core|validate-bench-core|bench|extra|all) ;;
-  *) echo "usage: $0 [validate|bench-core|validate-bench-core|extra|bench|all]" >&2; exit 2 ;;
+  validate|bench-core|validate-bench-core|bench|extra|baseline|all) ;;
+  *) echo "usage: $0 [validate|bench-core|validate-bench-core|extra|bench|baseline|all]" >&2; exit 2 ;;
 esac
 mkdir -p "$OUT"
 validate() {
@@ -51,18 +57,36 @@ bench_core() {
   echo "== benchmark: --path bf16 (mma.sync), same shapes"
   $B/fp4probe attention --bench --path bf16 --csv "$OUT/fp4-bf16.csv" 2>"$OUT/attention-bench-bf16.log"; echo "bench bf16 rc=$?"
   grep -E "registers" "$OUT/attention-bench-bf16.log"
-  python3 tests/gpu/attention_bench_sdpa.py bench --csv "$OUT/sdpa.csv" 2>"$OUT/sdpa.log" | tail -3; echo "sdpa rc=$?"
-  python3 tests/gpu/attention_bench_sdpa.py merge --csv "$OUT/sdpa.csv" --csv "$OUT/fp4.csv" --csv "$OUT/fp4-bf16.csv" \
+  baseline_check
+  python3 $G/attention_bench_sdpa.py bench --csv "$OUT/sdpa.csv" 2>"$OUT/sdpa.log" | tail -3; echo "sdpa rc=$?"
+  python3 $G/attention_bench_sdpa.py merge --csv "$OUT/sdpa.csv" --csv "$OUT/fp4.csv" --csv "$OUT/fp4-bf16.csv" \
     --out "$OUT/attention-bench.csv" --markdown "$OUT/attention-bench.md"
   cat "$OUT/attention-bench.md"
+}
+
+baseline_check() {
+  echo "== the Triton FP8 baseline against f32 SDPA (tuned configs)"
+  python3 $G/triton_fp8_attention.py check > "$OUT/triton-fp8-check.log" 2>&1; echo "triton-fp8 check rc=$?"
+  tail -1 "$OUT/triton-fp8-check.log"
+}
+
+baseline() {
+  baseline_check
+  echo "== SDPA flash, cuDNN (bf16) and the Triton FP8 baseline, default shapes"
+  python3 $G/attention_bench_sdpa.py bench --csv "$OUT/sdpa.csv" ${SDPA_ARGS:-} > "$OUT/sdpa.log" 2>&1
+  echo "sdpa rc=$?"
+  grep -E "^(sdpa|triton)|FAIL|precompiled" "$OUT/sdpa.log"
+  python3 $G/attention_bench_sdpa.py merge --csv "$OUT/sdpa.csv" --out "$OUT/attention-bench-baseline.csv" \
+    --markdown "$OUT/attention-bench-baseline.md"
+  cat "$OUT/attention-bench-baseline.md"
 }
 
 bench_extra() {
   echo "== head_dim 256 (bf16 path: the wgmma body runs d <= 128; separate files)"
   $B/fp4probe attention --bench --path bf16 --head-dims 256 --seqs 1024,4096,16384 --csv "$OUT/fp4-d256.csv" 2>"$OUT/fp4-d256.log"; echo "fp4 d256 rc=$?"
-  python3 tests/gpu/attention_bench_sdpa.py bench --shapes 1x32x1024x256 1x32x4096x256 1x32x16384x256 \
+  python3 $G/attention_bench_sdpa.py bench --impls flash,cudnn --shapes 1x32x1024x256 1x32x4096x256 1x32x16384x256 \
     --csv "$OUT/sdpa-d256.csv" 2>"$OUT/sdpa-d256.log" | tail -2; echo "sdpa d256 rc=$?"
-  python3 tests/gpu/attention_bench_sdpa.py merge --csv "$OUT/sdpa-d256.csv" --csv "$OUT/fp4-d256.csv" \
+  python3 $G/attention_bench_sdpa.py merge --csv "$OUT/sdpa-d256.csv" --csv "$OUT/fp4-d256.csv" \
     --out "$OUT/attention-bench-d256.csv" --markdown "$OUT/attention-bench-d256.md"
   cat "$OUT/attention-bench-d256.md"
   echo "== ncu: the wgmma kernel, NVFP4, S = 4096, d = 128 (third launch: after warm-up)"
@@ -72,7 +96,7 @@ bench_extra() {
     > "$OUT/ncu.log" 2>&1; echo "ncu rc=$?"
   ncu -i "$OUT/wgmma-d128-s4096.ncu-rep" --page details > "$OUT/ncu-wgmma-d128-s4096.txt" 2>&1
   ncu -i "$OUT/wgmma-d128-s4096.ncu-rep" --page source --csv --print-source sass > "$OUT/source.csv" 2>&1
-  python3 tests/gpu/ncu_source_mix.py "$OUT/source.csv" --elements $((32 * 4096 * 4096)) > "$OUT/wgmma-instruction-mix.md"
+  python3 $G/ncu_source_mix.py "$OUT/source.csv" --elements $((32 * 4096 * 4096)) > "$OUT/wgmma-instruction-mix.md"
   grep -E "Duration|Issue Slots Busy|Executed Ipc Active|Eligible Warps|Warp Cycles Per Issued" "$OUT/ncu-wgmma-d128-s4096.txt"
   cat "$OUT/wgmma-instruction-mix.md"
   rm -f "$OUT/source.csv" "$OUT/wgmma-d128-s4096.ncu-rep"
@@ -86,6 +110,7 @@ run_mode() {
     validate-bench-core) validate; bench_core ;;
     bench) bench_core; bench_extra ;;
     extra) bench_extra ;;
+    baseline) baseline ;;
     all) validate; bench_core; bench_extra ;;
   esac
 }
