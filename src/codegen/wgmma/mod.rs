@@ -20,6 +20,7 @@
 
 pub mod cpp;
 pub mod form;
+pub mod handoff;
 pub mod rust;
 pub mod tables;
 pub mod verify;
