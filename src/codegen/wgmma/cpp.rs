@@ -737,6 +737,75 @@ fn traits(s: &mut String, f: &Family) {
     *s += "#endif  // __CUDACC__\n};\n";
 }
 
+/// The name of the handoff header from D table `d` to A table `a`.
+pub fn handoff_name(d: &Table, a: &Table) -> String {
+    format!("handoff.{}.{}.cuh", d.key, a.key)
+}
+
+/// `handoff.<d>.<a>.cuh`: the accumulator of one wgmma as the register A of the next.
+pub fn handoff_header(d: &Table, a: &Table, h: &super::handoff::Handoff, command: &str) -> String {
+    let mut s = String::new();
+    head(
+        &mut s,
+        &format!("the tables {} and {}", d.key, a.key),
+        command,
+    );
+    s += "//
+";
+    s += &wrap(
+        &format!(
+            "The {} accumulator of a wgmma with N = {} (D, {}) as A from registers of a following {} wgmma (K = {} per instruction, {}), as attention's P = softmax(Q·Kᵀ) feeds P·V: no element leaves its thread. Step j covers D columns j·{k} .. j·{k} + {k}; A register r, element e takes D slot kSrc[j][r·kAElems + e] (= reg·kDElems + elem) of the same thread, in every thread. A's k of step j is D's column kPerm[j·{k} + k] — the row of V the second wgmma's B must hold at k (P·V is the same sum under any order of k). Derived by `codegen::wgmma::handoff` from the measured tables; `--verify` does not run it yet.",
+            d.data.frag.elem,
+            d.data.frag.cols,
+            d.key,
+            a.data.frag.elem,
+            a.data.frag.cols,
+            a.key,
+            k = h.k
+        ),
+        "// ",
+        100,
+    );
+    let ns = crate::codegen::cpp_name(&format!("handoff.{}.{}", d.key, a.key));
+    let _ = writeln!(
+        s,
+        "\n#pragma once\n\nnamespace fp4probe {{\nnamespace wgmma {{\nnamespace {ns} {{\n"
+    );
+    let a_slots = a.data.frag.regs * a.data.elems_per_reg;
+    let _ = writeln!(
+        s,
+        "constexpr int kSteps = {};\nconstexpr int kK = {};\nconstexpr int kAElems = {};\nconstexpr int kDElems = {};\nconstexpr int kASlots = {a_slots};\n",
+        h.steps, h.k, a.data.elems_per_reg, d.data.elems_per_reg
+    );
+    let rows: Vec<String> = h
+        .src
+        .iter()
+        .map(|r| {
+            let v: Vec<String> = r.iter().map(u32::to_string).collect();
+            format!("    {{{}}}", v.join(", "))
+        })
+        .collect();
+    let _ = writeln!(
+        s,
+        "constexpr int kSrc[kSteps][kASlots] = {{\n{}\n}};",
+        rows.join(",\n")
+    );
+    let perm: Vec<String> = h.perm.iter().map(u32::to_string).collect();
+    s += &wrap(
+        &format!(
+            "constexpr int kPerm[kSteps * kK] = {{{}}};",
+            perm.join(", ")
+        ),
+        "",
+        100,
+    );
+    let _ = writeln!(
+        s,
+        "\n}}  // namespace {ns}\n}}  // namespace wgmma\n}}  // namespace fp4probe"
+    );
+    s
+}
+
 /// `fp4probe_wgmma.cuh`: every wgmma header.
 pub fn umbrella_header(s: &Sources, command: &str) -> String {
     let mut out = format!("// {MARKER}. Do not edit.\n");
@@ -757,6 +826,9 @@ pub fn umbrella_header(s: &Sources, command: &str) -> String {
     }
     for f in &s.families {
         let _ = writeln!(out, "#include \"{}\"", f.header_name());
+    }
+    for (d, a, _) in super::handoffs(s) {
+        let _ = writeln!(out, "#include \"{}\"", handoff_name(d, a));
     }
     out
 }

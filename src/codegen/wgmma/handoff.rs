@@ -12,7 +12,55 @@
 //! assumed: for f32 D and e4m3 A it exists and is not the identity (A takes four consecutive
 //! k where D holds pairs), for bf16 A it is the identity.
 
+use super::super::OperandData;
 use super::super::tables::OperandTable;
+
+/// A register operand's slots: (row, col) of each (lane, reg, elem). The generated tables and
+/// the tables `codegen` is writing both are one.
+pub trait Grid {
+    fn rows(&self) -> u32;
+    fn cols(&self) -> u32;
+    fn regs(&self) -> u32;
+    fn elems_per_reg(&self) -> u32;
+    fn coord(&self, lane: u32, reg: u32, elem: u32) -> (u32, u32);
+}
+
+impl Grid for OperandTable {
+    fn rows(&self) -> u32 {
+        self.rows
+    }
+    fn cols(&self) -> u32 {
+        self.cols
+    }
+    fn regs(&self) -> u32 {
+        self.regs
+    }
+    fn elems_per_reg(&self) -> u32 {
+        self.elems_per_reg
+    }
+    fn coord(&self, lane: u32, reg: u32, elem: u32) -> (u32, u32) {
+        OperandTable::coord(self, lane, reg, elem)
+    }
+}
+
+impl Grid for OperandData {
+    fn rows(&self) -> u32 {
+        self.frag.rows
+    }
+    fn cols(&self) -> u32 {
+        self.frag.cols
+    }
+    fn regs(&self) -> u32 {
+        self.frag.regs
+    }
+    fn elems_per_reg(&self) -> u32 {
+        self.elems_per_reg
+    }
+    fn coord(&self, lane: u32, reg: u32, elem: u32) -> (u32, u32) {
+        let i = ((lane * self.frag.regs + reg) * self.elems_per_reg + elem) as usize;
+        (self.row[i], self.col[i])
+    }
+}
 
 /// How D of a `d.cols`-wide accumulator becomes A of `a.cols`-deep steps.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -30,9 +78,9 @@ pub struct Handoff {
 
 /// The choices of one step's search: which D slot each A slot takes, and the k relabelling
 /// (both ways) those choices imply.
-struct Search<'t> {
-    d: &'t OperandTable,
-    a: &'t OperandTable,
+struct Search<'t, D: Grid, A: Grid> {
+    d: &'t D,
+    a: &'t A,
     lanes: u32,
     /// D columns of this step: j·k .. (j+1)·k.
     first_col: u32,
@@ -46,7 +94,7 @@ struct Search<'t> {
     inverse: Vec<Option<u32>>,
 }
 
-impl Search<'_> {
+impl<D: Grid, A: Grid> Search<'_, D, A> {
     /// Assign A slots `next..`: each a D slot that, in every thread, holds the column the
     /// relabelling gives its k (extending the relabelling where it says nothing yet).
     fn assign(&mut self, next: usize) -> bool {
@@ -54,14 +102,14 @@ impl Search<'_> {
             return true;
         }
         let (d, a) = (self.d, self.a);
-        let epr_a = a.elems_per_reg;
+        let epr_a = a.elems_per_reg();
         let (r, e) = (next as u32 / epr_a, next as u32 % epr_a);
         for ci in 0..self.candidates[next].len() {
             let sd = self.candidates[next][ci];
             if self.taken[sd as usize] {
                 continue;
             }
-            let (dr, de) = (sd / d.elems_per_reg, sd % d.elems_per_reg);
+            let (dr, de) = (sd / d.elems_per_reg(), sd % d.elems_per_reg());
             let mut added = Vec::new();
             let mut ok = true;
             for lane in 0..self.lanes {
@@ -99,28 +147,29 @@ impl Search<'_> {
 
 /// The handoff from D table `d` to A table `a` (both of one warpgroup, `lanes` threads), or
 /// why there is none without moving data between threads.
-pub fn derive(d: &OperandTable, a: &OperandTable, lanes: u32) -> Result<Handoff, String> {
-    if a.rows != d.rows {
-        return Err(format!("A has {} rows and D {}", a.rows, d.rows));
+pub fn derive<D: Grid, A: Grid>(d: &D, a: &A, lanes: u32) -> Result<Handoff, String> {
+    if a.rows() != d.rows() {
+        return Err(format!("A has {} rows and D {}", a.rows(), d.rows()));
     }
-    if !d.cols.is_multiple_of(a.cols) {
+    if !d.cols().is_multiple_of(a.cols()) {
         return Err(format!(
             "D's {} columns are no whole number of A's k = {}",
-            d.cols, a.cols
+            d.cols(),
+            a.cols()
         ));
     }
-    let (k, steps) = (a.cols, d.cols / a.cols);
-    let (a_slots, d_slots) = (a.regs * a.elems_per_reg, d.regs * d.elems_per_reg);
+    let (k, steps) = (a.cols(), d.cols() / a.cols());
+    let (a_slots, d_slots) = (a.regs() * a.elems_per_reg(), d.regs() * d.elems_per_reg());
     let mut src = Vec::new();
     let mut perm = Vec::new();
     for j in 0..steps {
         let first_col = j * k;
         let candidates: Vec<Vec<u32>> = (0..a_slots)
             .map(|sa| {
-                let (r, e) = (sa / a.elems_per_reg, sa % a.elems_per_reg);
+                let (r, e) = (sa / a.elems_per_reg(), sa % a.elems_per_reg());
                 let mut cs: Vec<u32> = (0..d_slots)
                     .filter(|&sd| {
-                        let (dr, de) = (sd / d.elems_per_reg, sd % d.elems_per_reg);
+                        let (dr, de) = (sd / d.elems_per_reg(), sd % d.elems_per_reg());
                         (0..lanes).all(|lane| {
                             let (row_d, col) = d.coord(lane, dr, de);
                             row_d == a.coord(lane, r, e).0
@@ -130,7 +179,7 @@ pub fn derive(d: &OperandTable, a: &OperandTable, lanes: u32) -> Result<Handoff,
                     .collect();
                 // D's own column first, so that its order is kept wherever it works.
                 cs.sort_by_key(|&sd| {
-                    let c = d.coord(0, sd / d.elems_per_reg, sd % d.elems_per_reg).1;
+                    let c = d.coord(0, sd / d.elems_per_reg(), sd % d.elems_per_reg()).1;
                     c != first_col + a.coord(0, r, e).1
                 });
                 cs

@@ -449,6 +449,32 @@ pub fn select(opts: &Options, notes: &mut Vec<String>) -> Result<Sources> {
     Ok(s)
 }
 
+/// Every f32 accumulator table with every float A table whose handoff (`handoff::derive`)
+/// keeps each element in its thread: the pairs a kernel chains (attention's P·V).
+pub fn handoffs(s: &Sources) -> Vec<(&Table, &Table, handoff::Handoff)> {
+    use crate::formats::ElemType;
+    let mut out = Vec::new();
+    for d in s
+        .d_tables
+        .iter()
+        .filter(|t| t.data.frag.elem == ElemType::F32)
+    {
+        for a in &s.a_tables {
+            let float = matches!(
+                a.data.frag.elem,
+                ElemType::F16 | ElemType::Bf16 | ElemType::E4m3 | ElemType::E5m2
+            );
+            if !float || !d.data.frag.cols.is_multiple_of(a.data.frag.cols) {
+                continue;
+            }
+            if let Ok(h) = handoff::derive(&d.data, &a.data, THREADS) {
+                out.push((d, a, h));
+            }
+        }
+    }
+    out
+}
+
 /// Render every wgmma file: the headers (under `out_dir/wgmma`) and the Rust module (beside
 /// `rust_path`).
 pub fn render(s: &Sources, opts: &Options, out_dir: &std::path::Path) -> Result<Vec<OutFile>> {
@@ -472,6 +498,12 @@ pub fn render(s: &Sources, opts: &Options, out_dir: &std::path::Path) -> Result<
         push(
             dir.join(f.header_name()),
             cpp::family_header(f, s, &opts.command)?,
+        );
+    }
+    for (d, a, h) in handoffs(s) {
+        push(
+            dir.join(cpp::handoff_name(d, a)),
+            cpp::handoff_header(d, a, &h, &opts.command),
         );
     }
     push(
