@@ -275,20 +275,26 @@ struct ScaleGeom {
     u32 cols, magic, shift, row_tile_bytes;
 };
 
-// n / cols for every 32-bit n (Granlund-Montgomery; the sum in 64 bits).
+// n / cols for every n < 2^31 (Granlund-Montgomery; layout.rs: fast_div_magic).
 __device__ __forceinline__ u32 fast_div(u32 n, const ScaleGeom& s) {
-    return (u32)(((u64)__umulhi(n, s.magic) + n) >> s.shift);
+    return __umulhi(n << 1, s.magic) >> s.shift;
 }
 
-// Byte offset of block b's scale (b = row * cols + col; layout.rs: ScaleGrid::offset).
+// Byte offset of block b's scale (b = row * cols + col; layout.rs: ScaleGrid::offset), with
+// the masks and shifts of the formula folded into multiplies (32-bit wrapping arithmetic, exact
+// since the offset fits): with t = row / 128 and q = row % 128, 128x4's
+// t·RT + (q % 32)·16 + (q / 32)·4 + (col / 4)·512 + col % 4 is
+// t·(RT − 2048) + row·16 − ((row / 32) % 4)·508 + col·128 − (col % 4)·127, and 8x4's
+// (row / 8)·RT + (row % 8)·4 + (col / 4)·32 + col % 4 is (row / 8)·(RT − 32) + row·4 + col·8 −
+// (col % 4)·7. Multiplies run on the FMA pipe; the integer ALU is what limits these kernels.
 __device__ __forceinline__ u32 scale_offset(u32 b, const ScaleGeom& s) {
     if (SCALE_LAYOUT == 0) return b;
     const u32 row = fast_div(b, s);
     const u32 col = b - row * s.cols;
     if (SCALE_LAYOUT == 1)
-        return (row >> 7) * s.row_tile_bytes + (col >> 2) * 512u + (row & 31u) * 16u + ((row >> 5) & 3u) * 4u +
-               (col & 3u);
-    return (row >> 3) * s.row_tile_bytes + (col >> 2) * 32u + (row & 7u) * 4u + (col & 3u);
+        return (row >> 7) * (s.row_tile_bytes - 2048u) + row * 16u - ((row >> 5) & 3u) * 508u + col * 128u -
+               (col & 3u) * 127u;
+    return (row >> 3) * (s.row_tile_bytes - 32u) + row * 4u + col * 8u - (col & 3u) * 7u;
 }
 
 // The UNROLL groups base, base + blockDim.x, ... of this thread, all loads issued before

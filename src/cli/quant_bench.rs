@@ -291,7 +291,7 @@ fn run_one(k: &QuantKernels, spec: &Spec, buf: &DeviceQuant, shape: &[usize]) ->
 pub fn run(a: Args) -> Result<ExitCode> {
     check_args(&a)?;
     let backend = CudaBackend::open().context("quant-bench needs a CUDA device")?;
-    let kernels = QuantKernels::load(&backend)?;
+    let kernels = QuantKernels::load_layout(&backend, a.scale_layouts[0])?;
     let (cc, drv) = (backend.compute_capability(), backend.driver_version());
     println!(
         "device: {} (sm_{}{}, driver {}.{})",

@@ -307,6 +307,9 @@ impl ScaleGrid {
         };
         let cols = u32::try_from(self.cols.max(1)).map_err(|_| too_big("a row", self.cols))?;
         u32::try_from(self.len()).map_err(|_| too_big("a scale tensor", self.len()))?;
+        if self.blocks() > FAST_DIV_LIMIT as usize {
+            return Err(too_big("a tensor of blocks", self.blocks()));
+        }
         let row_tile_bytes = u32::try_from(self.row_tile_bytes())
             .map_err(|_| too_big("a tile row", self.row_tile_bytes()))?;
         let (magic, shift) = fast_div_magic(cols);
@@ -329,22 +332,26 @@ pub struct KernelGeometry {
     pub row_tile_bytes: u32,
 }
 
-/// Magic number m and shift l with n / d = (⌊m·n / 2^32⌋ + n) >> l for every 32-bit n (the sum
-/// taken in 64 bits): Granlund and Montgomery, "Division by invariant integers using
-/// multiplication" (1994), figure 4.1, with l = ⌈log2 d⌉ and m = ⌊2^32·(2^l − d)/d⌋ + 1. The
-/// kernels divide a block index by the row length this way: an integer division by a run-time
-/// value is a long instruction sequence per scale.
+/// Block indices the kernels' division serves: below 2^31 (a tensor the kernels index has
+/// fewer than 2^35 elements, so fewer than 2^31 blocks of 16).
+pub const FAST_DIV_LIMIT: u32 = 1 << 31;
+
+/// Magic number m and shift l with n / d = ⌊2n·m / 2^32⌋ >> l for every n < 2^31: Granlund and
+/// Montgomery, "Division by invariant integers using multiplication" (1994), theorem 4.2 with
+/// N = 31, l = ⌈log2 d⌉ and m = ⌈2^(31+l) / d⌉ (below 2^32). The kernels divide a block index by
+/// the row length this way, in three instructions, two of them on the FMA pipe: an integer
+/// division by a run-time value is a long sequence, and the kernels' integer ALU is their
+/// bottleneck.
 pub fn fast_div_magic(d: u32) -> (u32, u32) {
     assert!(d > 0, "division by zero");
     let l = 32 - (d - 1).leading_zeros();
-    let m = ((1u128 << 32) * ((1u128 << l) - d as u128)) / d as u128 + 1;
+    let m = (1u64 << (31 + l)).div_ceil(d as u64);
     (u32::try_from(m).expect("m < 2^32 for every d"), l)
 }
 
-/// The kernels' division (`fast_div` in quant.cu), for the tests.
+/// The kernels' division (`fast_div` in quant.cu), for the tests: n < 2^31.
 pub fn fast_div(n: u32, magic: u32, shift: u32) -> u32 {
-    let hi = ((n as u64 * magic as u64) >> 32) + n as u64;
-    (hi >> shift) as u32
+    (((2 * n as u64) * magic as u64) >> 32 >> shift) as u32
 }
 
 #[cfg(test)]

@@ -232,11 +232,12 @@ fn fast_division_is_exact() {
     divisors.extend((0..200).map(|_| next() as u32 | 1));
     for d in divisors {
         let (m, l) = fast_div_magic(d);
-        let mut ns = vec![0, 1, d - 1, d, d.wrapping_add(1), u32::MAX, u32::MAX - 1];
+        let max = FAST_DIV_LIMIT - 1;
+        let mut ns = vec![0, 1, d - 1, d, d.wrapping_add(1), max, max - 1];
         ns.extend((1..=3u64).filter_map(|k| u32::try_from(k * d as u64 - 1).ok()));
         ns.extend((0..300).map(|_| next() as u32));
         ns.extend((0..100).map(|_| (next() as u32) >> (next() % 32)));
-        for n in ns {
+        for n in ns.into_iter().map(|n| n % FAST_DIV_LIMIT) {
             assert_eq!(fast_div(n, m, l), n / d, "{n} / {d} (m {m}, l {l})");
         }
     }
@@ -246,19 +247,19 @@ fn fast_division_is_exact() {
 fn kernel_offset(g: &ScaleGrid, k: &KernelGeometry, b: u32) -> u32 {
     let row = fast_div(b, k.magic, k.shift);
     let col = b - row * k.cols;
-    match g.layout {
-        ScaleLayout::Linear => b,
+    let w = std::num::Wrapping;
+    let (row, col, rt) = (w(row), w(col), w(k.row_tile_bytes));
+    let off = match g.layout {
+        ScaleLayout::Linear => return b,
         ScaleLayout::Tiled128x4 => {
-            (row >> 7) * k.row_tile_bytes
-                + (col >> 2) * 512
-                + (row & 31) * 16
-                + ((row >> 5) & 3) * 4
-                + (col & 3)
+            (row >> 7) * (rt - w(2048)) + row * w(16) - ((row >> 5) & w(3)) * w(508) + col * w(128)
+                - (col & w(3)) * w(127)
         }
         ScaleLayout::Tiled8x4 => {
-            (row >> 3) * k.row_tile_bytes + (col >> 2) * 32 + (row & 7) * 4 + (col & 3)
+            (row >> 3) * (rt - w(32)) + row * w(4) + col * w(8) - (col & w(3)) * w(7)
         }
-    }
+    };
+    off.0
 }
 
 #[test]
