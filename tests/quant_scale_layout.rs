@@ -4,7 +4,7 @@
 //! refused with exit code 2 before anything is written.
 
 mod common;
-use common::{fp4probe, text, tmpdir};
+use common::{fp4probe, refused, text, tmpdir};
 
 use fp4probe::quant::{ScaleGrid, ScaleLayout};
 use fp4probe::tensorio::{self, Tensor};
@@ -155,9 +155,7 @@ fn layouts_that_do_not_apply_are_refused_before_anything_is_written() {
     for (flags, want) in cases {
         let mut args = vec!["quantize", "--backend", "cpu", "--output", s(&out)];
         args.extend_from_slice(flags);
-        let o = fp4probe(&args);
-        assert_eq!(o.status.code(), Some(2), "{flags:?}: {}", text(&o));
-        assert!(text(&o).contains(want), "{flags:?}: {}", text(&o));
+        refused(&args, want);
         assert!(!out.exists(), "{flags:?} wrote the output");
     }
 }
@@ -231,14 +229,9 @@ fn dequantize_says_where_a_files_scales_and_metadata_disagree() {
     ];
     for (path, want) in cases {
         let out = dir.join("y.npy");
-        let o = fp4probe(&["dequantize", "--input", s(&path), "--output", s(&out)]);
-        assert_eq!(o.status.code(), Some(2), "{}: {}", path.display(), text(&o));
-        let t = text(&o);
-        assert!(
-            t.contains(want) && t.contains(s(&path)),
-            "{}: {t}",
-            path.display()
-        );
+        let args = ["dequantize", "--input", s(&path), "--output", s(&out)];
+        refused(&args, want);
+        refused(&args, s(&path));
         assert!(!out.exists());
     }
 }

@@ -52,6 +52,27 @@ fn tiled_layouts_equal_the_independent_python_vectors() {
     }
 }
 
+const LAYOUTS: [ScaleLayout; 3] = [
+    ScaleLayout::Linear,
+    ScaleLayout::Tiled128x4,
+    ScaleLayout::Tiled8x4,
+];
+
+/// Every layout's grid of every shape (blocks of 16).
+fn grids() -> impl Iterator<Item = (ScaleGrid, Vec<usize>)> {
+    LAYOUTS.into_iter().flat_map(|l| {
+        shapes()
+            .into_iter()
+            .map(move |s| (ScaleGrid::new(l, &s, 16), s))
+    })
+}
+
+/// The (row, block) of every scale of `g`, row-major.
+fn cells(g: &ScaleGrid) -> impl Iterator<Item = (usize, usize)> + use<> {
+    let cols = g.cols;
+    (0..g.rows).flat_map(move |r| (0..cols).map(move |c| (r, c)))
+}
+
 fn shapes() -> Vec<Vec<usize>> {
     vec![
         vec![1, 16],
@@ -67,62 +88,49 @@ fn shapes() -> Vec<Vec<usize>> {
 
 #[test]
 fn every_scale_has_its_own_byte_inside_the_padded_grid() {
-    for layout in [
-        ScaleLayout::Linear,
-        ScaleLayout::Tiled128x4,
-        ScaleLayout::Tiled8x4,
-    ] {
-        for shape in shapes() {
-            let g = ScaleGrid::new(layout, &shape, 16);
-            let mut seen = vec![false; g.len()];
-            for r in 0..g.rows {
-                for c in 0..g.cols {
-                    let o = g.offset(r, c);
-                    assert!(o < g.len(), "{layout:?} {shape:?}: ({r}, {c}) at {o}");
-                    assert!(!seen[o], "{layout:?} {shape:?}: ({r}, {c}) shares byte {o}");
-                    seen[o] = true;
-                }
-            }
-            let padding = seen.iter().filter(|&&s| !s).count();
-            assert_eq!(padding, g.len() - g.blocks(), "{layout:?} {shape:?}");
-            // The whole padded grid is a permutation too: the padding fills the rest.
-            if let Some(t) = layout.tile_rows() {
-                assert_eq!(g.padded_rows() % t, 0);
-                assert_eq!(g.padded_cols() % 4, 0);
-                let full = ScaleGrid {
-                    rows: g.padded_rows(),
-                    cols: g.padded_cols(),
-                    ..g
-                };
-                let mut offsets: Vec<usize> = (0..full.rows)
-                    .flat_map(|r| (0..full.cols).map(move |c| (r, c)))
-                    .map(|(r, c)| full.offset(r, c))
-                    .collect();
-                offsets.sort_unstable();
-                assert!(
-                    offsets.iter().copied().eq(0..full.len()),
-                    "{layout:?} {shape:?}"
-                );
-            }
+    for (g, shape) in grids() {
+        let layout = g.layout;
+        let mut seen = vec![false; g.len()];
+        for (r, c) in cells(&g) {
+            let o = g.offset(r, c);
+            assert!(o < g.len(), "{layout:?} {shape:?}: ({r}, {c}) at {o}");
+            assert!(!seen[o], "{layout:?} {shape:?}: ({r}, {c}) shares byte {o}");
+            seen[o] = true;
+        }
+        let padding = seen.iter().filter(|&&s| !s).count();
+        assert_eq!(padding, g.len() - g.blocks(), "{layout:?} {shape:?}");
+        // The whole padded grid is a permutation too: the padding fills the rest.
+        if let Some(t) = layout.tile_rows() {
+            assert_eq!(g.padded_rows() % t, 0);
+            assert_eq!(g.padded_cols() % 4, 0);
+            let full = ScaleGrid {
+                rows: g.padded_rows(),
+                cols: g.padded_cols(),
+                ..g
+            };
+            let mut offsets: Vec<usize> = cells(&full).map(|(r, c)| full.offset(r, c)).collect();
+            offsets.sort_unstable();
+            assert!(
+                offsets.iter().copied().eq(0..full.len()),
+                "{layout:?} {shape:?}"
+            );
         }
     }
 }
 
 #[test]
 fn padding_is_zero_and_the_layout_reverses() {
-    for layout in [ScaleLayout::Tiled128x4, ScaleLayout::Tiled8x4] {
-        for shape in shapes() {
-            let g = ScaleGrid::new(layout, &shape, 16);
-            let linear: Vec<u8> = (0..g.blocks()).map(|i| (i % 251 + 1) as u8).collect();
-            let stored = g.arrange(&linear);
-            assert_eq!(stored.len(), g.len());
-            assert_eq!(
-                stored.iter().filter(|&&b| b == 0).count(),
-                g.len() - g.blocks(),
-                "{layout:?} {shape:?}: zero bytes are exactly the padding"
-            );
-            assert_eq!(g.linear(&stored), linear, "{layout:?} {shape:?}");
-        }
+    for (g, shape) in grids() {
+        let layout = g.layout;
+        let linear: Vec<u8> = (0..g.blocks()).map(|i| (i % 251 + 1) as u8).collect();
+        let stored = g.arrange(&linear);
+        assert_eq!(stored.len(), g.len());
+        assert_eq!(
+            stored.iter().filter(|&&b| b == 0).count(),
+            g.len() - g.blocks(),
+            "{layout:?} {shape:?}: zero bytes are exactly the padding"
+        );
+        assert_eq!(g.linear(&stored), linear, "{layout:?} {shape:?}");
     }
 }
 
@@ -264,24 +272,16 @@ fn kernel_offset(g: &ScaleGrid, k: &KernelGeometry, b: u32) -> u32 {
 
 #[test]
 fn the_kernels_arithmetic_gives_the_same_offsets() {
-    for layout in [
-        ScaleLayout::Linear,
-        ScaleLayout::Tiled128x4,
-        ScaleLayout::Tiled8x4,
-    ] {
-        for shape in shapes() {
-            let g = ScaleGrid::new(layout, &shape, 16);
-            let k = g.kernel_geometry().unwrap();
-            for r in 0..g.rows {
-                for c in 0..g.cols {
-                    let b = (r * g.cols + c) as u32;
-                    assert_eq!(
-                        kernel_offset(&g, &k, b) as usize,
-                        g.offset(r, c),
-                        "{layout:?} {shape:?} ({r}, {c})"
-                    );
-                }
-            }
+    for (g, shape) in grids() {
+        let k = g.kernel_geometry().unwrap();
+        for (r, c) in cells(&g) {
+            let b = (r * g.cols + c) as u32;
+            assert_eq!(
+                kernel_offset(&g, &k, b) as usize,
+                g.offset(r, c),
+                "{:?} {shape:?} ({r}, {c})",
+                g.layout
+            );
         }
     }
 }
