@@ -766,29 +766,11 @@ pub fn read_quantized(path: &Path) -> Result<Quantized> {
     };
     let data = get("data")?;
     let scale = get("scale")?;
-    let layout = match st.metadata.get("scale_layout") {
-        None => ScaleLayout::Linear,
-        Some(l) => ScaleLayout::from_str(l, false).map_err(|_| {
-            anyhow::anyhow!(
-                "{}: metadata scale_layout {l:?} is not linear, 128x4 or 8x4",
-                path.display()
-            )
-        })?,
-    };
     // A tiled file's scales are checked against its data here; the checks below then see the
     // row-major scale shape they stand for.
-    let scale_rows_shape = match layout {
-        ScaleLayout::Linear => scale.shape.clone(),
-        _ => {
-            let format = st
-                .metadata
-                .get("format")
-                .and_then(|f| Format::from_str(f, true).ok());
-            ScaleGrid::of_file(layout, format, &data.shape, &scale.shape)
-                .with_context(|| path.display().to_string())?
-                .1
-        }
-    };
+    let (layout, scale_rows_shape) =
+        ScaleGrid::of_metadata(&st.metadata, &data.shape, &scale.shape)
+            .with_context(|| path.display().to_string())?;
     let (Some(&half_k), Some(&blocks)) = (data.shape.last(), scale_rows_shape.last()) else {
         bail!(
             "{}: 'data' and 'scale' must have at least one axis",

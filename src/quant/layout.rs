@@ -248,6 +248,30 @@ impl ScaleGrid {
         m
     }
 
+    /// The layout a file's metadata names (`scale_layout`; linear without it) and the row-major
+    /// scale shape [..., K/blocks] its `scale` stands for: a tiled `scale` is checked against
+    /// the `data` shape and the metadata's `format` (`of_file`); a linear one is its own shape.
+    pub fn of_metadata(
+        metadata: &BTreeMap<String, String>,
+        data_shape: &[usize],
+        scale_shape: &[usize],
+    ) -> Result<(ScaleLayout, Vec<usize>)> {
+        let layout = match metadata.get("scale_layout") {
+            None => ScaleLayout::Linear,
+            Some(l) => ScaleLayout::from_str(l, false).map_err(|_| {
+                anyhow::anyhow!("metadata scale_layout {l:?} is not linear, 128x4 or 8x4")
+            })?,
+        };
+        if layout == ScaleLayout::Linear {
+            return Ok((layout, scale_shape.to_vec()));
+        }
+        let format = metadata
+            .get("format")
+            .and_then(|f| Format::from_str(f, true).ok());
+        let (_, rows_shape) = ScaleGrid::of_file(layout, format, data_shape, scale_shape)?;
+        Ok((layout, rows_shape))
+    }
+
     /// The grid a file's `data` shape ([..., K/2]) and metadata layout describe, refusing a
     /// `scale` shape that disagrees (named in the error). Returns the grid and the row-major
     /// scale shape [..., K/block] the file's linear checks then apply to.
