@@ -5,10 +5,12 @@
 //! - the CPU reference on random tensors of awkward sizes (tails that leave warps and thread
 //!   blocks partly empty), every MXFP4 mode and both NVFP4 forms, with and without the search,
 //!   from f32, bf16 and f16 inputs, including NaN/Inf blocks and tiny and huge magnitudes;
-//!   two-level NVFP4 also with a given tensor amax (half the tensor's: saturating blocks).
+//!   two-level NVFP4 also with a given tensor amax (half the tensor's: saturating blocks);
+//! - the CPU reference in the tiled scale layouts (128x4, 8x4), padding bytes included, on
+//!   shapes whose rows do not fill a tile and whose K/block is not a multiple of 4.
 
 use fp4probe::quant::cuda::{InType, QuantKernels, encode_input};
-use fp4probe::quant::{self, NvLevels, Quantized, ScaleMode, Spec};
+use fp4probe::quant::{self, NvLevels, Quantized, ScaleLayout, ScaleMode, Spec};
 use fp4probe::tensorio::{self, DType};
 use std::path::Path;
 
@@ -160,4 +162,56 @@ fn kernels_equal_the_cpu_reference_on_awkward_tensors() {
         }
     }
     eprintln!("{cases} cases: GPU equals the CPU reference byte for byte");
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU: run with `cargo test --release -- --ignored` on a GPU machine"]
+fn tiled_scale_layouts_equal_the_cpu_reference() {
+    let backend = gpu("tiled_scale_layouts_equal_the_cpu_reference");
+    let k = QuantKernels::load_layout(&backend, ScaleLayout::Tiled128x4)
+        .unwrap_or_else(|e| panic!("{e:#}"));
+    // Rows 1, 37, 200, 3·45; K/block 1..13; one big one (several waves, 64 row tiles).
+    let shapes: [&[usize]; 6] = [
+        &[1, 32],
+        &[37, 160],
+        &[200, 96],
+        &[3, 45, 416],
+        &[130, 32 * 13],
+        &[8192, 1024],
+    ];
+    let mut cases = 0;
+    for (si, shape) in shapes.iter().enumerate() {
+        let n: usize = shape.iter().product();
+        let x = awkward(n, 101 + si as u64, si % 2 == 1);
+        for in_type in [InType::F32, InType::Bf16] {
+            let (bytes, xf) = encode_input(&x, in_type);
+            for base in [
+                Spec::mxfp4(ScaleMode::Floor),
+                Spec::nvfp4(NvLevels::TwoLevel),
+                Spec::nvfp4(NvLevels::OneLevel),
+            ] {
+                for layout in [ScaleLayout::Tiled128x4, ScaleLayout::Tiled8x4] {
+                    for search in [false, true] {
+                        let spec = Spec {
+                            scale_layout: layout,
+                            search,
+                            ..base
+                        };
+                        if layout.check_format(spec.format).is_err() || (search && n > 1 << 20) {
+                            continue;
+                        }
+                        let name = format!("{} {} {shape:?}", spec.describe(), in_type.name());
+                        let gpu = k
+                            .quantize(&spec, shape, in_type, &bytes, &xf)
+                            .unwrap_or_else(|e| panic!("{name}: {e:#}"));
+                        let (cpu, _) = quant::quantize(&spec, shape, &xf).unwrap();
+                        assert_eq!(gpu.scale.len(), spec.grid(shape).len(), "{name}");
+                        same(&name, &gpu, &cpu);
+                        cases += 1;
+                    }
+                }
+            }
+        }
+    }
+    eprintln!("{cases} cases: GPU tiled scales equal the CPU reference byte for byte");
 }

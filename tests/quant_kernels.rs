@@ -1,9 +1,10 @@
-//! The quantization kernels compile with NVRTC for sm_90 and sm_120a, and their SASS has the
-//! shape the design promises: 16-byte loads, no per-element division. Without libnvrtc (and
-//! without CI set) the tests print a note and pass; on CI NVRTC is required.
+//! The quantization kernels compile with NVRTC for sm_90 and sm_120a (and, writing the tiled
+//! scale layouts, for sm_90), and their SASS has the shape the design promises: 16-byte loads,
+//! no per-element division, nothing in local memory. Without libnvrtc (and without CI set) the
+//! tests print a note and pass; on CI NVRTC is required.
 
 use fp4probe::quant::cuda::{InType, compile, quant_entry, unroll_16bit};
-use fp4probe::quant::{NvLevels, ScaleMode, Spec};
+use fp4probe::quant::{NvLevels, ScaleLayout, ScaleMode, Spec};
 use fp4probe::tools;
 
 #[path = "support/nvrtc.rs"]
@@ -34,14 +35,23 @@ fn kernels_compile_for_sm90_and_sm120a_with_wide_loads_and_no_per_element_divisi
     if !nvrtc_or_skip("quant kernels") {
         return;
     }
-    for arch in ["sm_90", "sm_120a"] {
-        let cubin = compile(arch).unwrap_or_else(|e| panic!("{arch}: {e:#}"));
+    for (arch, layout) in [
+        ("sm_90", ScaleLayout::Linear),
+        ("sm_120a", ScaleLayout::Linear),
+        ("sm_90", ScaleLayout::Tiled128x4),
+        ("sm_90", ScaleLayout::Tiled8x4),
+    ] {
+        let cubin = compile(arch, layout).unwrap_or_else(|e| panic!("{arch}: {e:#}"));
         let Ok(listing) = tools::sass(&cubin.image) else {
             eprintln!("{arch}: cuobjdump not found; compiled only");
             continue;
         };
         if std::env::var_os("FP4PROBE_DUMP_SASS").is_some() {
-            std::fs::write(format!("target/quant-{arch}.sass"), &listing).unwrap();
+            std::fs::write(
+                format!("target/quant-{arch}-{}.sass", layout.name()),
+                &listing,
+            )
+            .unwrap();
         }
         let specs = [
             Spec::mxfp4(ScaleMode::Floor),
@@ -81,7 +91,8 @@ fn kernels_compile_for_sm90_and_sm120a_with_wide_loads_and_no_per_element_divisi
                     .count();
                 assert_eq!(local, 0, "{arch} {name}: local memory traffic");
                 eprintln!(
-                    "{arch} {name}: {} instructions, {wide} LDG.128, {rcp} MUFU.RCP",
+                    "{arch} {} {name}: {} instructions, {wide} LDG.128, {rcp} MUFU.RCP",
+                    layout.name(),
                     f.len()
                 );
             }

@@ -258,6 +258,45 @@ __device__ __forceinline__ float block_sse(const float* v, const u32* words, flo
 // Threads per CTA of the quantization kernels (the host's THREADS, src/quant/cuda.rs).
 #define QUANT_THREADS 256
 
+// ---- where a block's scale byte goes (src/quant/layout.rs) ------------------------------------
+//
+// SCALE_LAYOUT is fixed per compiled module (src/quant/cuda.rs compiles one per layout, when a
+// layout is first asked for), so the linear kernels carry none of the tiled arithmetic:
+// 0 linear (byte = block index), 1 the 128x4 tiles of block-scaled GEMMs (cuBLAS, CUTLASS
+// SM100, torchao to_blocked), 2 FlashInfer's 8x4 tiles. The kernels write the tiled layouts
+// directly; padding bytes are never written (the host zeroes the buffer).
+#ifndef SCALE_LAYOUT
+#define SCALE_LAYOUT 0
+#endif
+
+// The scale grid: blocks a row (cols), the magic number and shift that divide by it
+// (layout.rs: fast_div_magic), and the bytes of one row of tiles.
+struct ScaleGeom {
+    u32 cols, magic, shift, row_tile_bytes;
+};
+
+// n / cols for every n < 2^31 (Granlund-Montgomery; layout.rs: fast_div_magic).
+__device__ __forceinline__ u32 fast_div(u32 n, const ScaleGeom& s) {
+    return __umulhi(n << 1, s.magic) >> s.shift;
+}
+
+// Byte offset of block b's scale (b = row * cols + col; layout.rs: ScaleGrid::offset), with
+// the masks and shifts of the formula folded into multiplies (32-bit wrapping arithmetic, exact
+// since the offset fits): with t = row / 128 and q = row % 128, 128x4's
+// t·RT + (q % 32)·16 + (q / 32)·4 + (col / 4)·512 + col % 4 is
+// t·(RT − 2048) + row·16 − ((row / 32) % 4)·508 + col·128 − (col % 4)·127, and 8x4's
+// (row / 8)·RT + (row % 8)·4 + (col / 4)·32 + col % 4 is (row / 8)·(RT − 32) + row·4 + col·8 −
+// (col % 4)·7. Multiplies run on the FMA pipe; the integer ALU is what limits these kernels.
+__device__ __forceinline__ u32 scale_offset(u32 b, const ScaleGeom& s) {
+    if (SCALE_LAYOUT == 0) return b;
+    const u32 row = fast_div(b, s);
+    const u32 col = b - row * s.cols;
+    if (SCALE_LAYOUT == 1)
+        return (row >> 7) * (s.row_tile_bytes - 2048u) + row * 16u - ((row >> 5) & 3u) * 508u + col * 128u -
+               (col & 3u) * 127u;
+    return (row >> 3) * (s.row_tile_bytes - 32u) + row * 4u + col * 8u - (col & 3u) * 7u;
+}
+
 // The UNROLL groups base, base + blockDim.x, ... of this thread, all loads issued before
 // any value is used; groups past the end read as zeros.
 template <class In, int UNROLL, bool KEEP = false>
@@ -284,7 +323,7 @@ __device__ __forceinline__ void encode_group(const typename In::Raw& raw, const 
 // counts 8-element chunks (the host's unit for every input type).
 template <class In, int FMT, bool SEARCH, u32 MODE>
 __device__ __forceinline__ void quantize(const void* x, u32 chunks, u32* data, u8* scale,
-                                         const u32* tensor_amax, float* tensor_scale_out) {
+                                         const u32* tensor_amax, float* tensor_scale_out, ScaleGeom geom) {
     constexpr u32 mode = MODE;
     constexpr int CHUNKS = In::CHUNKS;
     constexpr int TPB = (FMT == MX ? 32 : 16) / In::N;  // lanes per quantization block
@@ -367,7 +406,7 @@ __device__ __forceinline__ void quantize(const void* x, u32 chunks, u32* data, u
                 } else {
                     __stcs(data + g, words[0]);
                 }
-                if ((g & (TPB - 1)) == 0) scale[g / TPB] = (u8)byte;
+                if ((g & (TPB - 1)) == 0) scale[scale_offset((u32)(g / TPB), geom)] = (u8)byte;
             }
         }
     }
@@ -445,8 +484,9 @@ struct MinBlocks<InBF16, FMT, false> {
 #define QUANT_ENTRY(NAME, IN, FMT, SEARCH, MODE)                                                 \
     extern "C" __global__ void __launch_bounds__(QUANT_THREADS, (MinBlocks<IN, FMT, SEARCH>::value)) \
         NAME(const void* x, u32 chunks, u32* data, u8* scale, const u32* tensor_amax,           \
-             float* tensor_scale_out) {                                                          \
-        quantize<IN, FMT, SEARCH, MODE>(x, chunks, data, scale, tensor_amax, tensor_scale_out);  \
+             float* tensor_scale_out, u32 cols, u32 magic, u32 shift, u32 row_tile_bytes) {     \
+        quantize<IN, FMT, SEARCH, MODE>(x, chunks, data, scale, tensor_amax, tensor_scale_out,   \
+                                        ScaleGeom{cols, magic, shift, row_tile_bytes});          \
     }
 
 #define QUANT_INPUTS(OP, FMTNAME, FMT, SEARCH, MODENAME, MODE)                 \

@@ -15,7 +15,7 @@ use super::quantize::{compare_bytes, squared_error};
 use crate::device::Backend;
 use crate::device::cuda::{CudaBackend, DeviceBuffer, Timed, Timing};
 use crate::quant::cuda::{DeviceQuant, InType, QuantKernels, encode_input};
-use crate::quant::{self, NvLevels, Quantized, ScaleMode, Spec};
+use crate::quant::{self, NvLevels, Quantized, ScaleLayout, ScaleMode, Spec};
 use anyhow::{Context, Result, bail};
 use clap::builder::RangedU64ValueParser;
 use std::fmt::Write as _;
@@ -51,6 +51,10 @@ pub struct Args {
     /// Input types: f32, bf16, f16.
     #[arg(long, value_delimiter = ',', default_values_t = ["f32".to_string(), "bf16".to_string()])]
     pub dtypes: Vec<String>,
+    /// Scale layouts each format is timed in, side by side (rows of a tiled layout are named
+    /// `<format>-<layout>`; 8x4 applies to NVFP4 only).
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = [ScaleLayout::Linear])]
+    pub scale_layouts: Vec<ScaleLayout>,
     /// Timed runs per row (1 to 10000).
     #[arg(
         long,
@@ -146,8 +150,8 @@ fn search_bytes(rows: usize, cols: usize) -> u128 {
 
 /// Every argument checked, before any device is opened.
 fn check_args(a: &Args) -> Result<()> {
-    if a.sizes.is_empty() || a.dtypes.is_empty() {
-        bail!("--sizes and --dtypes need at least one value each");
+    if a.sizes.is_empty() || a.dtypes.is_empty() || a.scale_layouts.is_empty() {
+        bail!("--sizes, --dtypes and --scale-layouts need at least one value each");
     }
     let types = a
         .dtypes
@@ -251,15 +255,22 @@ impl Row {
 }
 
 fn format_name(spec: &Spec) -> String {
-    let base = match spec.format {
+    let mut name = match spec.format {
         quant::Format::Mxfp4 => format!("mxfp4-{}", spec.scale_mode.name()),
         quant::Format::Nvfp4 if spec.two_level() => "nvfp4-two-level".into(),
         quant::Format::Nvfp4 => "nvfp4-one-level".into(),
     };
     if spec.search {
-        format!("{base}-search")
-    } else {
-        base
+        name += "-search";
+    }
+    name + &layout_suffix(spec.scale_layout)
+}
+
+/// "" for linear scales, "-128x4" and "-8x4" for the tiled layouts.
+fn layout_suffix(layout: ScaleLayout) -> String {
+    match layout {
+        ScaleLayout::Linear => String::new(),
+        l => format!("-{}", l.name()),
     }
 }
 
@@ -280,7 +291,7 @@ fn run_one(k: &QuantKernels, spec: &Spec, buf: &DeviceQuant, shape: &[usize]) ->
 pub fn run(a: Args) -> Result<ExitCode> {
     check_args(&a)?;
     let backend = CudaBackend::open().context("quant-bench needs a CUDA device")?;
-    let kernels = QuantKernels::load(&backend)?;
+    let kernels = QuantKernels::load_layout(&backend, a.scale_layouts[0])?;
     let (cc, drv) = (backend.compute_capability(), backend.driver_version());
     println!(
         "device: {} (sm_{}{}, driver {}.{})",
@@ -298,8 +309,20 @@ pub fn run(a: Args) -> Result<ExitCode> {
             let (bytes, x) =
                 encode_input(&bench_input(r, c, 1 + r as u64 * 31 + c as u64), in_type);
             let copy_dst = DeviceBuffer::zeroed(&backend, bytes.len(), "copy destination")?;
-            for spec in specs() {
-                let buf = DeviceQuant::upload(&backend, in_type, &bytes, spec.block())?;
+            let runs = specs().into_iter().flat_map(|s| {
+                a.scale_layouts.iter().filter_map(move |&l| {
+                    let spec = Spec {
+                        scale_layout: l,
+                        ..s
+                    };
+                    l.check_format(s.format).is_ok().then_some(spec)
+                })
+            });
+            for (i, spec) in runs.enumerate() {
+                // Compiled here, not between a timer's events.
+                kernels.module(spec.scale_layout)?;
+                let buf = DeviceQuant::upload(&backend, in_type, &bytes, spec.block())?
+                    .with_scale_grid(&backend, spec.grid(&[r, c]))?;
                 if !a.no_check {
                     let gpu = run_one(&kernels, &spec, &buf, &[r, c])?;
                     let (cpu, _) = quant::quantize(&spec, &[r, c], &x)?;
@@ -326,7 +349,10 @@ pub fn run(a: Args) -> Result<ExitCode> {
                     let t = backend.median_ms_with(a.timing, a.warmup, a.repeats, || {
                         kernels.enqueue_quant(&spec, &buf)
                     })?;
-                    let format = "nvfp4-two-level-given-amax".to_string();
+                    let format = format!(
+                        "nvfp4-two-level-given-amax{}",
+                        layout_suffix(spec.scale_layout)
+                    );
                     rows.push(Row {
                         imp: "fp4probe-cuda",
                         format,
@@ -336,6 +362,8 @@ pub fn run(a: Args) -> Result<ExitCode> {
                         t,
                         bytes: buf.bytes_moved(&spec),
                     });
+                }
+                if spec.two_level() && spec.scale_layout == a.scale_layouts[0] {
                     // The amax pass alone: what the second read costs.
                     let t = backend.median_ms_with(a.timing, a.warmup, a.repeats, || {
                         kernels.enqueue_amax(&buf)
@@ -350,7 +378,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
                         bytes: bytes.len() + 4,
                     });
                 }
-                if spec == specs()[0] {
+                if i == 0 {
                     let t = backend.median_ms_with(a.timing, a.warmup, a.repeats, || {
                         copy_dst.copy_from_async(&buf.input)
                     })?;

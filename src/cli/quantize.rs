@@ -15,8 +15,8 @@ use crate::outfile::{Ours, Outputs};
 use crate::quant::cuda::{InType, QuantKernels};
 use crate::quant::health::{Health, health};
 use crate::quant::{
-    self, Format, NonFinite, NvLevels, Quantized, ScaleMode, SearchStats, Spec, container_bytes,
-    data_shape, scale_shape,
+    self, Format, NonFinite, NvLevels, Quantized, ScaleGrid, ScaleLayout, ScaleMode, SearchStats,
+    Spec, container_bytes, data_shape,
 };
 use crate::tensorio::{self, DType, Tensor};
 use anyhow::{Context, Result, bail};
@@ -39,7 +39,8 @@ pub enum QuantBackend {
 /// Quantize a tensor to MXFP4 or NVFP4 and write it as safetensors.
 ///
 /// Writes uint8 `data` (packed codes, even index in the low nibble, shape [..., K/2]), uint8
-/// `scale` (E8M0 for mxfp4, E4M3 for nvfp4, shape [..., K/block]), for two-level nvfp4 an f32
+/// `scale` (E8M0 for mxfp4, E4M3 for nvfp4, shape [..., K/block], or with --scale-layout 128x4
+/// or 8x4 one axis of zero-padded tiles), for two-level nvfp4 an f32
 /// `tensor_scale` of one element, and with --byte-container also `data_byte` (one byte per
 /// element, code in bits 5..2, the operand container of mma.sync kind::mxf8f6f4). The
 /// file's metadata records format, scale mode, search, backend and input.
@@ -53,7 +54,8 @@ pub enum QuantBackend {
   replaced atomically.
   A .safetensors input holding several tensors (a checkpoint) needs --input-name NAME
   (alias --tensor): one tensor is quantized a run, into its own file.
-  Options that do not apply to the chosen format are refused, not ignored.
+  Options that do not apply to the chosen format are refused, not ignored (--scale-layout 8x4
+  with mxfp4; a tiled --scale-layout for a tensor with one axis).
   float64 input (numpy's default) is rounded to float32 first, with a note counting the
   values that changed.
   Warnings on stderr count blocks holding NaN/Inf, blocks flushed to zero, and elements and
@@ -65,6 +67,7 @@ Examples:
   fp4probe quantize --format mxfp4 --scale-mode rceil --backend cuda --input x.safetensors --output q.safetensors
   fp4probe quantize --format nvfp4 --nvfp4-levels 1 --search --input w.npy --output q.safetensors
   fp4probe quantize --format nvfp4 --tensor-amax 11.5 --input x.npy --output q.safetensors
+  fp4probe quantize --format nvfp4 --scale-layout 128x4 --input x.npy --output q.safetensors
   fp4probe quantize --format nvfp4 --input model.safetensors --tensor layers.0.w --output w0.safetensors
   fp4probe dequantize --input q.safetensors --output x.npy"
 )]
@@ -91,6 +94,11 @@ pub struct QuantizeArgs {
     /// Also write `data_byte`: one byte per element, the code in bits 5..2.
     #[arg(long)]
     pub byte_container: bool,
+    /// Scale bytes row-major (linear), or in the tiles block-scaled GEMMs read: 128x4 (cuBLAS,
+    /// CUTLASS, torchao to_blocked) or 8x4 (FlashInfer, NVFP4 only); rows (every axis but the
+    /// last) padded to the tile, K/block to 4, padding 0. The offsets: README, quantize section.
+    #[arg(long, value_enum, default_value_t = ScaleLayout::Linear)]
+    pub scale_layout: ScaleLayout,
     /// NaN/Inf inputs: give the block the NaN scale (propagate) or refuse the tensor (error).
     #[arg(long, value_enum, default_value_t = NonFinite::Propagate)]
     pub non_finite: NonFinite,
@@ -266,6 +274,8 @@ impl QuantizeArgs {
         };
         spec.search = self.search;
         spec.non_finite = self.non_finite;
+        spec.scale_layout = self.scale_layout;
+        self.scale_layout.check_format(spec.format)?;
         if let Some(a) = self.tensor_amax
             && !spec.two_level()
         {
@@ -508,12 +518,13 @@ pub fn squared_error(x: &[f32], q: &Quantized) -> f64 {
 
 fn metadata(
     spec: &Spec,
+    grid: &ScaleGrid,
     tensor_amax: Option<f32>,
     backend: &str,
     input: &Path,
     dtype_label: &str,
 ) -> BTreeMap<String, String> {
-    let mut m = BTreeMap::new();
+    let mut m = grid.metadata();
     m.insert("format".into(), spec.format.name().into());
     m.insert("block".into(), spec.block().to_string());
     match spec.format {
@@ -555,10 +566,14 @@ pub fn run_quantize(a: QuantizeArgs) -> Result<ExitCode> {
     check_quantize_output(&outputs, &a.output)?;
     let input = read_input(&a.input, a.input_name.as_deref())?;
     quant::check_shape(&input.shape, spec.block())?;
+    spec.scale_layout.check(spec.format, &input.shape)?;
     quant::check_non_finite(&spec, &input.shape, &input.f32)?;
 
     let gpu = open_device(a.backend, a.check_cpu)?;
-    let kernels = gpu.as_ref().map(QuantKernels::load).transpose()?;
+    let kernels = gpu
+        .as_ref()
+        .map(|b| QuantKernels::load_layout(b, spec.scale_layout))
+        .transpose()?;
     let backend = if kernels.is_some() { "cuda" } else { "cpu" };
     let q = quantize_on(kernels.as_ref(), &spec, &input, a.tensor_amax, a.check_cpu)?;
     let search = if spec.search {
@@ -568,7 +583,7 @@ pub fn run_quantize(a: QuantizeArgs) -> Result<ExitCode> {
         Some(SearchStats {
             sse_naive: squared_error(&input.f32, &naive),
             sse_chosen: squared_error(&input.f32, &q),
-            blocks: q.scale.len(),
+            blocks: q.grid().blocks(),
             blocks_changed: q
                 .scale
                 .iter()
@@ -582,7 +597,7 @@ pub fn run_quantize(a: QuantizeArgs) -> Result<ExitCode> {
     report_health(&health(&input.f32, &q), &spec, &a)?;
 
     let data = Tensor::from_u8(data_shape(&q.shape), q.data.clone());
-    let scale = Tensor::from_u8(scale_shape(&q.shape, spec.block()), q.scale.clone());
+    let scale = Tensor::from_u8(q.scale_shape(), q.scale.clone());
     let ts = q.tensor_scale.map(|t| Tensor::from_f32(vec![1], &[t]));
     let byte = a
         .byte_container
@@ -594,7 +609,14 @@ pub fn run_quantize(a: QuantizeArgs) -> Result<ExitCode> {
     if let Some(b) = &byte {
         tensors.push(("data_byte", b));
     }
-    let meta = metadata(&spec, a.tensor_amax, backend, &a.input, &input.dtype_label);
+    let meta = metadata(
+        &spec,
+        &q.grid(),
+        a.tensor_amax,
+        backend,
+        &a.input,
+        &input.dtype_label,
+    );
     let bytes = tensorio::safetensors_to_bytes(&tensors, &meta)?;
     check_quantize_output(&outputs, &a.output)?;
     outputs.write(&a.output, bytes, SAFETENSORS_OURS)?;
@@ -744,13 +766,19 @@ pub fn read_quantized(path: &Path) -> Result<Quantized> {
     };
     let data = get("data")?;
     let scale = get("scale")?;
-    let (Some(&half_k), Some(&blocks)) = (data.shape.last(), scale.shape.last()) else {
+    // A tiled file's scales are checked against its data here; the checks below then see the
+    // row-major scale shape they stand for.
+    let (layout, scale_rows_shape) =
+        ScaleGrid::of_metadata(&st.metadata, &data.shape, &scale.shape)
+            .with_context(|| path.display().to_string())?;
+    let (Some(&half_k), Some(&blocks)) = (data.shape.last(), scale_rows_shape.last()) else {
         bail!(
             "{}: 'data' and 'scale' must have at least one axis",
             path.display()
         );
     };
-    if data.shape[..data.shape.len() - 1] != scale.shape[..scale.shape.len().saturating_sub(1)]
+    if data.shape[..data.shape.len() - 1]
+        != scale_rows_shape[..scale_rows_shape.len().saturating_sub(1)]
         || blocks == 0
     {
         bail!(
@@ -805,6 +833,7 @@ pub fn read_quantized(path: &Path) -> Result<Quantized> {
     {
         spec.scale_mode = m;
     }
+    spec.scale_layout = layout;
     let mut shape = data.shape.clone();
     *shape.last_mut().expect("checked above") = k;
     Ok(Quantized {

@@ -1,11 +1,15 @@
 //! The CUDA quantization kernels (`kernels/quant/quant.cu`): compiled with NVRTC for the
 //! device at run time, launched here, results byte-identical to the CPU reference.
 
-use super::{Format, Quantized, Spec, check_non_finite, check_shape, check_tensor_amax};
+use super::{
+    Format, Quantized, ScaleGrid, ScaleLayout, Spec, check_non_finite, check_shape,
+    check_tensor_amax,
+};
 use crate::codegen::nvrtc::{self, Output};
 use crate::device::cuda::{CudaBackend, DeviceBuffer, KernelArg, PtxModule};
 use anyhow::{Context, Result, bail};
 use cudarc::driver::sys;
+use std::cell::OnceCell;
 
 /// The kernel source, built into the binary so it runs from any folder: the shared codecs,
 /// then the kernels.
@@ -100,13 +104,23 @@ pub fn encode_input(x: &[f32], in_type: InType) -> (Vec<u8>, Vec<f32>) {
     }
 }
 
-/// Compile the kernels for `arch` (`sm_90`, `sm_120a`, ...).
-pub fn compile(arch: &str) -> Result<nvrtc::Compiled> {
+/// The kernels' `SCALE_LAYOUT` of a layout.
+fn layout_define(layout: ScaleLayout) -> u32 {
+    match layout {
+        ScaleLayout::Linear => 0,
+        ScaleLayout::Tiled128x4 => 1,
+        ScaleLayout::Tiled8x4 => 2,
+    }
+}
+
+/// Compile the kernels for `arch` (`sm_90`, `sm_120a`, ...), writing scales in `layout`.
+pub fn compile(arch: &str, layout: ScaleLayout) -> Result<nvrtc::Compiled> {
     let mut options = vec![
         format!("--gpu-architecture={arch}"),
         "-std=c++17".to_string(),
         format!("-DUNROLL_16BIT_MX={}", unroll_16bit(Format::Mxfp4)),
         format!("-DUNROLL_16BIT_NV={}", unroll_16bit(Format::Nvfp4)),
+        format!("-DSCALE_LAYOUT={}", layout_define(layout)),
     ];
     // Experiments: FP4PROBE_QUANT_DEFINES="NAME=VALUE ..." (e.g. QUANT_MIN_BLOCKS=6).
     if let Ok(defs) = std::env::var("FP4PROBE_QUANT_DEFINES") {
@@ -127,10 +141,11 @@ pub fn quant_entry(spec: &Spec, input: InType) -> String {
     format!("{op}_{}_{mode}_{}", spec.format.name(), input.name())
 }
 
-/// The loaded module and the device it runs on.
+/// The loaded modules, one per scale layout (compiled when first asked for: each is a few
+/// seconds of NVRTC), and the device they run on.
 pub struct QuantKernels<'a> {
     backend: &'a CudaBackend,
-    module: PtxModule,
+    modules: [OnceCell<PtxModule>; 3],
 }
 
 /// Device buffers of one quantization: input, packed codes, scales, tensor amax and scale.
@@ -142,6 +157,8 @@ pub struct DeviceQuant {
     pub tensor_scale: DeviceBuffer,
     pub elements: usize,
     pub in_type: InType,
+    /// How `scale` is laid out (linear, one row, unless `with_scale_grid` said otherwise).
+    pub grid: ScaleGrid,
 }
 
 impl DeviceQuant {
@@ -180,7 +197,25 @@ impl DeviceQuant {
             tensor_scale: DeviceBuffer::zeroed(backend, 4, "tensor scale")?,
             elements,
             in_type,
+            grid: ScaleGrid::new(ScaleLayout::Linear, &[elements], block),
         })
+    }
+
+    /// Lay the scales out as `grid` (a grid of the same blocks): a new scale buffer, zeroed,
+    /// which the kernels leave zero in the padding.
+    pub fn with_scale_grid(mut self, backend: &CudaBackend, grid: ScaleGrid) -> Result<Self> {
+        if grid.blocks() != self.grid.blocks() {
+            bail!(
+                "a scale grid of {} × {} blocks does not fit {} elements in blocks of {}",
+                grid.rows,
+                grid.cols,
+                self.elements,
+                self.elements / self.grid.blocks().max(1)
+            );
+        }
+        self.scale = DeviceBuffer::zeroed(backend, grid.len(), "scales")?;
+        self.grid = grid;
+        Ok(self)
     }
     /// Bytes a quantization reads and writes (input once, codes, scales, tensor scale).
     pub fn bytes_moved(&self, spec: &Spec) -> usize {
@@ -193,17 +228,42 @@ impl DeviceQuant {
 
 impl<'a> QuantKernels<'a> {
     /// Compile for this device (`sm_XY`, with `a` on 9.0 and 12.x so every feature is on) and load.
+    /// (The linear-scale kernels; other layouts are compiled when first used.)
     pub fn load(backend: &'a CudaBackend) -> Result<Self> {
-        let (major, minor) = backend.compute_capability();
-        let arch = format!("sm_{major}{minor}");
-        let image = compile(&arch)
-            .with_context(|| format!("compiling kernels/quant/quant.cu for {arch}"))?;
-        let module = backend.load_cubin(&image.image)?;
-        Ok(QuantKernels { backend, module })
+        Self::load_layout(backend, ScaleLayout::Linear)
     }
 
-    fn function(&self, name: &str) -> Result<sys::CUfunction> {
-        self.module.function(name)
+    /// Compile and load the kernels that write `layout` (other layouts: when first used).
+    pub fn load_layout(backend: &'a CudaBackend, layout: ScaleLayout) -> Result<Self> {
+        let k = QuantKernels {
+            backend,
+            modules: Default::default(),
+        };
+        k.module(layout)?;
+        Ok(k)
+    }
+
+    /// The module writing `layout`, compiled and loaded on first use (before timing anything,
+    /// call it once: a compile between a timer's events would be timed).
+    pub fn module(&self, layout: ScaleLayout) -> Result<&PtxModule> {
+        let cell = &self.modules[layout_define(layout) as usize];
+        if let Some(m) = cell.get() {
+            return Ok(m);
+        }
+        let (major, minor) = self.backend.compute_capability();
+        let arch = format!("sm_{major}{minor}");
+        let image = compile(&arch, layout).with_context(|| {
+            format!(
+                "compiling kernels/quant/quant.cu for {arch} ({} scales)",
+                layout.name()
+            )
+        })?;
+        let module = self.backend.load_cubin(&image.image)?;
+        Ok(cell.get_or_init(|| module))
+    }
+
+    fn function(&self, layout: ScaleLayout, name: &str) -> Result<sys::CUfunction> {
+        self.module(layout)?.function(name)
     }
 
     /// Enqueue one quantization of `buf` (no wait): for two-level NVFP4 the amax pass first.
@@ -227,7 +287,10 @@ impl<'a> QuantKernels<'a> {
     pub fn enqueue_amax(&self, buf: &DeviceQuant) -> Result<()> {
         let chunks = Self::chunks(buf)?;
         buf.amax.clear_async()?;
-        let f = self.function(&format!("finite_amax_{}", buf.in_type.name()))?;
+        let f = self.function(
+            buf.grid.layout,
+            &format!("finite_amax_{}", buf.in_type.name()),
+        )?;
         let sms = self.backend.sm_count()? as u64;
         let per_block = THREADS as u64 * buf.in_type.unroll(Format::Nvfp4);
         let grid = (chunks as u64).div_ceil(per_block).clamp(1, sms * 8) as u32;
@@ -244,7 +307,15 @@ impl<'a> QuantKernels<'a> {
     /// The quantization pass alone (two-level NVFP4 reads the amax already in `buf.amax`).
     pub fn enqueue_quant(&self, spec: &Spec, buf: &DeviceQuant) -> Result<()> {
         let chunks = Self::chunks(buf)?;
-        let f = self.function(&quant_entry(spec, buf.in_type))?;
+        if spec.scale_layout != buf.grid.layout {
+            bail!(
+                "{} scales asked for, but the buffers are laid out {}",
+                spec.scale_layout.name(),
+                buf.grid.layout.name()
+            );
+        }
+        let geom = buf.grid.kernel_geometry()?;
+        let f = self.function(spec.scale_layout, &quant_entry(spec, buf.in_type))?;
         let tiles = (chunks as u64)
             .div_ceil(THREADS as u64 * buf.in_type.unroll(spec.format))
             .max(1);
@@ -262,10 +333,15 @@ impl<'a> QuantKernels<'a> {
             KernelArg::Ptr(buf.scale.ptr()),
             KernelArg::Ptr(buf.amax.ptr()),
             KernelArg::Ptr(buf.tensor_scale.ptr()),
+            KernelArg::U32(geom.cols),
+            KernelArg::U32(geom.magic),
+            KernelArg::U32(geom.shift),
+            KernelArg::U32(geom.row_tile_bytes),
         ];
-        // SAFETY: quantize(const void*, u32, u32*, u8*, const u32*, float*): data holds
-        // `chunks` words, scale one byte per block, amax and tensor_scale one word each; the
-        // grid covers `chunks` and the kernel bounds-checks the tail.
+        // SAFETY: quantize(const void*, u32, u32*, u8*, const u32*, float*, u32 x4): data
+        // holds `chunks` words, scale the grid's bytes (every block's offset lies inside it:
+        // layout.rs tests), amax and tensor_scale one word each; the grid covers `chunks` and
+        // the kernel bounds-checks the tail.
         unsafe { self.backend.launch(f, grid, THREADS, &args) }
     }
 
@@ -282,7 +358,7 @@ impl<'a> QuantKernels<'a> {
             spec: *spec,
             shape: shape.to_vec(),
             data: buf.data.read_bytes(buf.elements / 2)?,
-            scale: buf.scale.read_bytes(buf.elements / spec.block())?,
+            scale: buf.scale.read_bytes(buf.grid.len())?,
             tensor_scale,
         })
     }
@@ -312,6 +388,7 @@ impl<'a> QuantKernels<'a> {
         tensor_amax: Option<f32>,
     ) -> Result<Quantized> {
         check_shape(shape, spec.block())?;
+        spec.scale_layout.check(spec.format, shape)?;
         check_non_finite(spec, shape, x_f32)?;
         check_tensor_amax(spec, tensor_amax)?;
         if bytes.len() != x_f32.len() * in_type.size() {
@@ -322,7 +399,8 @@ impl<'a> QuantKernels<'a> {
                 in_type.name()
             );
         }
-        let mut buf = DeviceQuant::upload(self.backend, in_type, bytes, spec.block())?;
+        let mut buf = DeviceQuant::upload(self.backend, in_type, bytes, spec.block())?
+            .with_scale_grid(self.backend, spec.grid(shape))?;
         match tensor_amax {
             Some(a) => {
                 buf.amax = DeviceBuffer::from_bytes(

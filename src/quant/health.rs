@@ -82,22 +82,23 @@ impl Health {
 /// If `x`, `q.data` and `q.scale` do not describe the same tensor (a caller bug).
 pub fn health(x: &[f32], q: &Quantized) -> Health {
     let block = q.spec.block();
+    let scales = q.linear_scales();
     assert!(
-        x.len() == q.data.len() * 2 && x.len() == q.scale.len() * block,
+        x.len() == q.data.len() * 2 && x.len() == scales.len() * block,
         "{} elements, {} code bytes and {} scales do not describe one tensor",
         x.len(),
         q.data.len(),
-        q.scale.len()
+        scales.len()
     );
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let blocks_per_thread = q.scale.len().div_ceil(threads).max(1);
+    let blocks_per_thread = scales.len().div_ceil(threads).max(1);
     let per = blocks_per_thread * block;
     let mut total = Health::default();
     std::thread::scope(|s| {
         let handles: Vec<_> = x
             .chunks(per)
             .zip(q.data.chunks(per / 2))
-            .zip(q.scale.chunks(blocks_per_thread))
+            .zip(scales.chunks(blocks_per_thread))
             .map(|((xs, ds), ss)| {
                 s.spawn(move || {
                     let mut h = Health::default();

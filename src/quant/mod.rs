@@ -10,10 +10,12 @@
 //!   block scale) in f32, then E2M1. A block with NaN or ±Inf gets scale 0x7F and all-zero
 //!   codes; the tensor scale is taken over the finite elements.
 //! - Packing: two codes a byte, the element with the even index in the low nibble.
+//! - Scales: one byte per block, row-major or in the tiles of block-scaled GEMMs (`layout`).
 
 pub mod codes;
 pub mod cuda;
 pub mod health;
+pub mod layout;
 pub mod scale;
 
 use anyhow::{Result, bail};
@@ -21,9 +23,11 @@ use clap::ValueEnum;
 use codes::{
     E4M3_NAN, E8M0_NAN, e2m1_decode, e2m1_encode, e4m3_to_f32, e8m0_reciprocal, e8m0_to_f32,
 };
+pub use layout::{ScaleGrid, ScaleLayout};
 use scale::{F32_INF_BITS, mx_scale, nv_scale, nv_tensor_scale};
 pub use scale::{NvLevels, ScaleMode};
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 
 /// Elements one GPU thread handles, and the chunk the block error is summed over before the
 /// chunks are combined pairwise (same tree as the kernels' butterfly shuffles).
@@ -75,6 +79,9 @@ pub struct Spec {
     /// Replace each block's scale by the MSE-best of a small window around it (see `search`).
     pub search: bool,
     pub non_finite: NonFinite,
+    /// Where each block's scale byte is stored.
+    #[serde(default)]
+    pub scale_layout: ScaleLayout,
 }
 
 impl Spec {
@@ -85,6 +92,7 @@ impl Spec {
             levels: NvLevels::TwoLevel,
             search: false,
             non_finite: NonFinite::Propagate,
+            scale_layout: ScaleLayout::Linear,
         }
     }
     pub fn nvfp4(levels: NvLevels) -> Spec {
@@ -94,6 +102,7 @@ impl Spec {
             levels,
             search: false,
             non_finite: NonFinite::Propagate,
+            scale_layout: ScaleLayout::Linear,
         }
     }
     pub fn block(&self) -> usize {
@@ -102,18 +111,24 @@ impl Spec {
     pub fn two_level(&self) -> bool {
         self.format == Format::Nvfp4 && self.levels == NvLevels::TwoLevel
     }
-    /// "mxfp4 floor", "nvfp4 two-level", with " + search".
+    /// "mxfp4 floor", "nvfp4 two-level", with " + search" and ", 128x4 scales".
     pub fn describe(&self) -> String {
-        let base = match self.format {
+        let mut s = match self.format {
             Format::Mxfp4 => format!("mxfp4 {}", self.scale_mode.name()),
             Format::Nvfp4 if self.two_level() => "nvfp4 two-level".to_string(),
             Format::Nvfp4 => "nvfp4 one-level".to_string(),
         };
         if self.search {
-            format!("{base} + search")
-        } else {
-            base
+            s += " + search";
         }
+        if self.scale_layout != ScaleLayout::Linear {
+            s += &format!(", {} scales", self.scale_layout.name());
+        }
+        s
+    }
+    /// The scale grid of a tensor of `shape`.
+    pub fn grid(&self, shape: &[usize]) -> ScaleGrid {
+        ScaleGrid::new(self.scale_layout, shape, self.block())
     }
 }
 
@@ -121,11 +136,29 @@ impl Spec {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Quantized {
     pub spec: Spec,
-    /// Shape of the unquantized tensor; `data` is [..., K/2], `scale` [..., K/block].
+    /// Shape of the unquantized tensor; `data` is [..., K/2], `scale` [..., K/block] or, in a
+    /// tiled `spec.scale_layout`, the padded tiles (`ScaleGrid`).
     pub shape: Vec<usize>,
     pub data: Vec<u8>,
     pub scale: Vec<u8>,
     pub tensor_scale: Option<f32>,
+}
+
+impl Quantized {
+    pub fn grid(&self) -> ScaleGrid {
+        self.spec.grid(&self.shape)
+    }
+    /// The scales row-major, one per block, whatever the layout they are stored in.
+    pub fn linear_scales(&self) -> Cow<'_, [u8]> {
+        match self.spec.scale_layout {
+            ScaleLayout::Linear => Cow::Borrowed(&self.scale),
+            _ => Cow::Owned(self.grid().linear(&self.scale)),
+        }
+    }
+    /// The shape the `scale` tensor is written with.
+    pub fn scale_shape(&self) -> Vec<usize> {
+        self.grid().stored_shape(&self.shape)
+    }
 }
 
 /// Squared error of the naive and the chosen scales, summed over the tensor (for the search's
@@ -403,6 +436,7 @@ pub fn quantize_with_amax(
     tensor_amax: Option<f32>,
 ) -> Result<(Quantized, SearchStats)> {
     check_shape(shape, spec.block())?;
+    spec.scale_layout.check(spec.format, shape)?;
     check_non_finite(spec, shape, x)?;
     check_tensor_amax(spec, tensor_amax)?;
     let block = spec.block();
@@ -442,7 +476,10 @@ pub fn quantize_with_amax(
         spec: *spec,
         shape: shape.to_vec(),
         data: pack(&codes),
-        scale,
+        scale: match spec.scale_layout {
+            ScaleLayout::Linear => scale,
+            _ => spec.grid(shape).arrange(&scale),
+        },
         tensor_scale,
     };
     Ok((q, stats))
@@ -453,9 +490,10 @@ pub fn quantize_with_amax(
 pub fn dequantize(q: &Quantized) -> Vec<f32> {
     let block = q.spec.block();
     let codes = unpack(&q.data);
+    let scales = q.linear_scales();
     codes
         .chunks(block)
-        .zip(&q.scale)
+        .zip(scales.iter())
         .flat_map(|(cs, &byte)| {
             let value = match q.spec.format {
                 Format::Mxfp4 => e8m0_to_f32(byte),

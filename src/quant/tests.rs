@@ -232,3 +232,57 @@ fn a_tensor_amax_is_refused_where_it_means_nothing_or_is_not_a_number() {
         assert!(e.to_string().contains("finite number >= 0"), "{e}");
     }
 }
+
+#[test]
+fn every_scale_layout_quantizes_to_the_same_blocks_and_dequantizes_the_same() {
+    // Rows that do not fill a 128- or 8-row tile, K/block not a multiple of 4, a 3-D tensor.
+    for shape in [vec![5usize, 96], vec![130, 32 * 7], vec![3, 7, 160]] {
+        let n: usize = shape.iter().product();
+        let x = gaussian_like(n, n as u64);
+        for base in [
+            Spec::mxfp4(ScaleMode::Floor),
+            Spec::nvfp4(NvLevels::TwoLevel),
+            Spec::nvfp4(NvLevels::OneLevel),
+        ] {
+            let (linear, _) = quantize(&base, &shape, &x).unwrap();
+            for layout in [ScaleLayout::Tiled128x4, ScaleLayout::Tiled8x4] {
+                let spec = Spec {
+                    scale_layout: layout,
+                    ..base
+                };
+                if layout.check_format(spec.format).is_err() {
+                    continue;
+                }
+                let name = format!("{} {shape:?}", spec.describe());
+                let (q, _) = quantize(&spec, &shape, &x).unwrap();
+                let grid = q.grid();
+                assert_eq!(
+                    q.data, linear.data,
+                    "{name}: codes do not depend on the layout"
+                );
+                assert_eq!(q.scale.len(), grid.len(), "{name}");
+                assert_eq!(q.scale, grid.arrange(&linear.scale), "{name}");
+                assert_eq!(q.linear_scales().as_ref(), &linear.scale[..], "{name}");
+                assert_eq!(q.scale_shape(), vec![grid.len()], "{name}");
+                let (a, b) = (dequantize(&q), dequantize(&linear));
+                assert!(
+                    a.iter().zip(&b).all(|(u, v)| u.to_bits() == v.to_bits()),
+                    "{name}: dequantized values"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn tiled_layouts_that_do_not_apply_are_refused_before_any_work() {
+    let mut spec = Spec::mxfp4(ScaleMode::Floor);
+    spec.scale_layout = ScaleLayout::Tiled8x4;
+    let e = quantize(&spec, &[4, 32], &[0.0; 128])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("8x4") && e.contains("NVFP4"), "{e}");
+    spec.scale_layout = ScaleLayout::Tiled128x4;
+    let e = quantize(&spec, &[64], &[0.0; 64]).unwrap_err().to_string();
+    assert!(e.contains("no rows"), "{e}");
+}

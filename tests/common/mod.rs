@@ -62,6 +62,14 @@ pub fn text(o: &Output) -> String {
     )
 }
 
+/// Run fp4probe with `args` and assert it refused them: exit code 2 and `want` in its output.
+pub fn refused(args: &[&str], want: &str) {
+    let o = fp4probe(args);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{args:?}: {t}");
+    assert!(t.contains(want), "{args:?}: expected {want:?} in: {t}");
+}
+
 /// Tags balance (a tiny XML checker: declarations, comments and CDATA skipped, attribute values
 /// quoted), and the document is one `<svg>` element.
 pub fn check_well_formed(svg: &str) {
