@@ -43,23 +43,29 @@ fn exponent(x: f64) -> i32 {
 }
 
 impl Accumulation {
+    /// FP8 (e4m3, e5m2) into an f32 D as `fp4probe numerics --family wgmma` measured it on the
+    /// H200 (`reports/sm_90/wgmma/numerics.md`): 13 fraction bits below the largest addend's
+    /// leading bit, every addend cut toward zero, the 32 k of one instruction and C in one
+    /// alignment, the sum cut toward zero to f32.
+    pub const FP8_F32: Accumulation = Accumulation {
+        fraction_bits: 13,
+        align: Rounding::TowardZero,
+        output: Rounding::TowardZero,
+        terms: 32,
+    };
+
     /// The sum of `values` after cutting each to `fraction_bits` below the largest one's
     /// leading bit; a NaN or infinity makes it the plain sum (they propagate as IEEE says).
-    fn aligned_sum(&self, values: &[f64]) -> f64 {
-        if values.iter().any(|x| !x.is_finite()) {
-            return values.iter().sum();
+    /// (`values` is walked twice: for the largest exponent, then for the sum.)
+    fn aligned_sum<I: Iterator<Item = f64> + Clone>(&self, values: I) -> f64 {
+        if values.clone().any(|x| !x.is_finite()) {
+            return values.sum();
         }
-        let Some(top) = values
-            .iter()
-            .filter(|x| **x != 0.0)
-            .map(|x| exponent(*x))
-            .max()
-        else {
-            return values.iter().sum();
+        let Some(top) = values.clone().filter(|x| *x != 0.0).map(exponent).max() else {
+            return values.sum();
         };
         let grid = 2f64.powi(top - self.fraction_bits as i32);
         values
-            .iter()
             .map(|x| {
                 let q = x / grid;
                 let q = match self.align {
@@ -85,15 +91,23 @@ impl Accumulation {
 
     /// D's bits for one element: C, then the products in k order.
     pub fn dot(&self, t: ElemType, satfinite: bool, c: f64, products: &[f64]) -> u64 {
-        let mut bits = self.round(t, self.aligned_sum(&[c]), satfinite);
-        let mut acc = decode_d(t, bits);
+        let mut bits = self.round(t, self.aligned_sum(std::iter::once(c)), satfinite);
         for group in products.chunks(self.terms.max(1)) {
-            let mut values = vec![acc];
-            values.extend_from_slice(group);
-            bits = self.round(t, self.aligned_sum(&values), satfinite);
-            acc = decode_d(t, bits);
+            bits = self.step(t, satfinite, decode_d(t, bits), group);
         }
         bits
+    }
+
+    /// D's bits after one instruction that adds `group` (at most `terms` products, in k
+    /// order) to an accumulator holding `acc` (a value of D's type).
+    pub fn step(&self, t: ElemType, satfinite: bool, acc: f64, group: &[f64]) -> u64 {
+        let values = std::iter::once(acc).chain(group.iter().copied());
+        self.round(t, self.aligned_sum(values), satfinite)
+    }
+
+    /// `step` for an f32 accumulator: the f32 D of one instruction.
+    pub fn step_f32(&self, acc: f32, group: &[f64]) -> f32 {
+        f32::from_bits(self.step(ElemType::F32, false, acc as f64, group) as u32)
     }
 
     /// D's bits, row-major, for A (m64 × K), B (K × N) and C (m64 × N) given as values.
@@ -122,14 +136,14 @@ mod tests {
             terms: 32,
         };
         // 2^-4 survives next to 1, 2^-5 does not; 1.5·2^-5 truncates to 0, or rounds to 2^-4.
-        assert_eq!(acc.aligned_sum(&[1.0, 0.0625, -1.0]), 0.0625);
-        assert_eq!(acc.aligned_sum(&[1.0, 0.03125, -1.0]), 0.0);
-        assert_eq!(acc.aligned_sum(&[1.0, 0.046875, -1.0]), 0.0);
+        assert_eq!(acc.aligned_sum([1.0, 0.0625, -1.0].into_iter()), 0.0625);
+        assert_eq!(acc.aligned_sum([1.0, 0.03125, -1.0].into_iter()), 0.0);
+        assert_eq!(acc.aligned_sum([1.0, 0.046875, -1.0].into_iter()), 0.0);
         let near = Accumulation {
             align: Rounding::Nearest,
             ..acc
         };
-        assert_eq!(near.aligned_sum(&[1.0, 0.046875, -1.0]), 0.0625);
+        assert_eq!(near.aligned_sum([1.0, 0.046875, -1.0].into_iter()), 0.0625);
         assert_eq!(exponent(f64::from_bits(1)), -1074);
         assert_eq!(exponent(-3.0), 1);
     }
