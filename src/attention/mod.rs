@@ -11,7 +11,8 @@
 //! in V's block format before P·V: E4M3 scales per 16 keys (NVFP4), or MXFP4 RCEIL per 32,
 //! elements multiplied by the reciprocal scale. The integer maximum makes the kernel's online
 //! softmax equal to the two-pass reference: see `reference::reference_quantized` for the
-//! normative statement and the argument.
+//! normative statement and the argument. `fp8` is the form for Hopper's E4M3 tensor cores
+//! (`docs/attention-fp8.md`).
 
 pub mod fp8;
 pub mod inputs;
