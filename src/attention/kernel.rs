@@ -375,32 +375,6 @@ pub fn compile_variant(variant: Variant, arch: &str) -> Result<nvrtc::Compiled> 
     nvrtc::compile(&src, SOURCE, &options, Output::Cubin)
 }
 
-/// Compiles slower than this are reported on stderr.
-const SLOW_COMPILE: std::time::Duration = std::time::Duration::from_secs(2);
-
-/// Say on stderr that a compile took long, so that a first run is not taken for a hang. On the
-/// H100 machine (NVRTC 13.0), the first run of a fresh machine with one wgmma variant took
-/// 21.6 s and the runs after it 0.8–1.2 s: NVRTC 12.9 and later keep what they compiled in the
-/// CUDA compute cache (~/.nv/ComputeCache; a run with an added macro the source does not use
-/// still found it there). Under a short timeout such a first compile looks like a hang of the
-/// kernel.
-fn report_slow_compile(variant: Variant, arch: &str, took: std::time::Duration) {
-    if took < SLOW_COMPILE {
-        return;
-    }
-    let form = if variant.consumers > 0 {
-        format!(", {} consumer warpgroups", variant.consumers)
-    } else {
-        String::new()
-    };
-    eprintln!(
-        "fp4probe attention: compiling kernels/{SOURCE} ({}{form}) for {arch} took {:.1} s \
-         (NVRTC 12.9 and later cache compiles: a later run of the same source may load it)",
-        variant.path.body(),
-        took.as_secs_f64()
-    );
-}
-
 /// The on-the-fly path's kernels in the attention module.
 const PRE_PASSES: [&str; 5] = [
     "transpose_pad_16bit",
@@ -486,14 +460,12 @@ impl<'a> AttentionKernel<'a> {
         let arch = path.arch(major, minor)?;
         let mut modules = Vec::new();
         for variant in path.variants() {
-            let started = std::time::Instant::now();
             let image = compile_variant(variant, &arch).with_context(|| {
                 format!(
                     "compiling kernels/{SOURCE} ({}, {variant:?}) for {arch}",
                     path.body()
                 )
             })?;
-            report_slow_compile(variant, &arch, started.elapsed());
             let module = backend.load_cubin(&image.image)?;
             for &format in path.formats() {
                 for &d in path.head_dims() {

@@ -11,8 +11,10 @@
 //! in V's block format before P·V: E4M3 scales per 16 keys (NVFP4), or MXFP4 RCEIL per 32,
 //! elements multiplied by the reciprocal scale. The integer maximum makes the kernel's online
 //! softmax equal to the two-pass reference: see `reference::reference_quantized` for the
-//! normative statement and the argument.
+//! normative statement and the argument. `fp8` is the form for Hopper's E4M3 tensor cores
+//! (`docs/attention-fp8.md`).
 
+pub mod fp8;
 pub mod inputs;
 pub mod kernel;
 pub mod metrics;
@@ -21,6 +23,7 @@ pub mod reference;
 pub mod schedule;
 pub mod shape;
 
+pub use fp8::{Fp8Qkv, reference_fp8};
 pub use inputs::{exact_qkv, gaussian, identity_qkv, outlier_k};
 pub use metrics::{Comparison, cosine, max_abs_error, relative_error};
 pub use prequant::{QuantizedQkv, prequantize};

@@ -294,7 +294,11 @@ fn dot(a: &[f64], b: &[f64]) -> f64 {
 /// Run `f(bh, first_row, rows_out)` over units of up to `ROWS_PER_UNIT` query rows of each
 /// (b, h), on one scoped thread per core pulling units from a shared queue (causal units near
 /// the top are cheap, so a static split would leave threads idle).
-fn par_rows<T: Send>(out: &mut [T], shape: &AttnShape, f: impl Fn(usize, usize, &mut [T]) + Sync) {
+pub(super) fn par_rows<T: Send>(
+    out: &mut [T],
+    shape: &AttnShape,
+    f: impl Fn(usize, usize, &mut [T]) + Sync,
+) {
     let d = shape.head_dim;
     let units: Vec<(usize, usize, &mut [T])> = out
         .chunks_mut(shape.seq_q * d)

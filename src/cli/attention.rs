@@ -337,20 +337,21 @@ pub fn run(a: Args) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// One suite case: shape, inputs, smoothing, and the bounds it must meet.
-struct Case {
-    shape: AttnShape,
-    format: Format,
-    inputs: Inputs,
-    smooth_k: bool,
+/// One suite case: shape, inputs, smoothing, and the bounds it must meet. Case i runs with
+/// seed 100 + i.
+pub struct Case {
+    pub shape: AttnShape,
+    pub format: Format,
+    pub inputs: Inputs,
+    pub smooth_k: bool,
     /// Minimum cosine and maximum relative error against the quantized reference.
-    min_cos_q: f64,
-    max_rel_q: f64,
+    pub min_cos_q: f64,
+    pub max_rel_q: f64,
     /// Minimum cosine against f64 attention (0 = not checked).
-    min_cos_f64: f64,
+    pub min_cos_f64: f64,
 }
 
-fn suite_cases() -> Result<Vec<Case>> {
+pub fn suite_cases() -> Result<Vec<Case>> {
     let s = |b, h, sq, sk, d, c| AttnShape::new(b, h, sq, sk, d, c);
     let exact = |shape, format, inputs| Case {
         shape,

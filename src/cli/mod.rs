@@ -1,6 +1,6 @@
 //! The `fp4probe` command line: one module per subcommand.
 
-mod attention;
+pub mod attention;
 mod bench;
 mod catalog;
 mod codegen;
@@ -73,6 +73,8 @@ const ENVIRONMENT: &str = "Environment:
                           tools/nvidia/*/lib, the loader's path, CUDA_PATH, /usr/local/cuda
   FP4PROBE_KERNELS=DIR    compile the CUDA kernels from DIR (a checkout's kernels/) instead of
                           the copy built into this binary
+  FP4PROBE_COMPILE_CACHE=DIR|off  where NVRTC's results are kept for later runs (default
+                          $XDG_CACHE_HOME/fp4probe/nvrtc or ~/.cache/fp4probe/nvrtc), or off
   .ci/install-cuda-tools installs the pinned tools into .tools/; with --cache into
   $XDG_CACHE_HOME/fp4probe/tools, found from any directory.";
 

@@ -19,6 +19,7 @@
 //! Output is a pure function of the maps and the command line (no timestamps; variants sorted
 //! by id), so `--check` can regenerate in memory and compare byte for byte.
 
+pub mod compile_cache;
 pub mod cpp;
 pub mod formula;
 pub mod nvrtc;

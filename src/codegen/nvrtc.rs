@@ -20,6 +20,7 @@
 //!
 //! None of these depends on where the binary was built.
 
+use super::compile_cache::{CACHE_ENV, Cache, Key, KeyParts, Lookup};
 use anyhow::{Context, Result, bail};
 use cudarc::nvrtc::{result, sys};
 use std::ffi::CString;
@@ -208,6 +209,9 @@ pub struct Compiled {
     pub image: Vec<u8>,
     /// NVRTC's log (warnings), possibly empty.
     pub log: String,
+    /// The compile cache's entry holding this result (read from it, or written to it);
+    /// `None` when the cache is off or could not be written.
+    pub cached_at: Option<PathBuf>,
 }
 
 impl Compiled {
@@ -225,10 +229,95 @@ fn c_text(v: Vec<std::ffi::c_char>) -> String {
     String::from_utf8_lossy(&bytes).trim_end().to_string()
 }
 
+impl Nvrtc {
+    /// `NVRTC 13.0 (/path/libnvrtc.so.13, <bytes>, <mtime>)`: the version, and the library
+    /// file when it was loaded by path (a patch release keeps the version and changes the
+    /// file), for the compile cache's key.
+    pub fn identity(&self) -> String {
+        let (major, minor) = self.version;
+        let file = self.path.as_ref().map(|p| {
+            let meta = std::fs::metadata(p).ok();
+            let len = meta.as_ref().map_or(0, |m| m.len());
+            let mtime = meta
+                .and_then(|m| m.modified().ok())
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map_or(0, |d| d.as_nanos());
+            format!(" ({}, {len}, {mtime})", p.display())
+        });
+        format!("NVRTC {major}.{minor}{}", file.unwrap_or_default())
+    }
+}
+
 /// Compile `src` (named `name` in messages) with NVRTC and the given options, e.g.
-/// `--gpu-architecture=compute_90`, `--include-path=kernels`, `-std=c++17`. A compile error
-/// returns NVRTC's log.
+/// `--gpu-architecture=compute_90`, `--include-path=kernels`, `-std=c++17`, or load the
+/// result of an earlier identical compile from the compile cache (`compile_cache`, off with
+/// `FP4PROBE_COMPILE_CACHE=off`). A compile error returns NVRTC's log.
 pub fn compile(src: &str, name: &str, options: &[String], output: Output) -> Result<Compiled> {
+    let lib = load()?;
+    let cached = Cache::from_env().and_then(|cache| {
+        let key = Key::new(&KeyParts {
+            nvrtc: &lib.identity(),
+            driver: crate::device::cuda::installed_driver_version(),
+            output,
+            name,
+            src,
+            options,
+        })?;
+        Some((cache, key))
+    });
+    if let Some((cache, key)) = &cached {
+        match cache.load(key, output) {
+            Lookup::Hit(c) => return Ok(c),
+            Lookup::Miss => {}
+            Lookup::Invalid(why) => eprintln!(
+                "fp4probe: ignoring compile cache entry {} ({why}); compiling {name} again",
+                cache.path(key, output).display()
+            ),
+        }
+    }
+    let started = std::time::Instant::now();
+    let mut compiled = compile_uncached(src, name, options, output)?;
+    if let Some((cache, key)) = &cached {
+        compiled.cached_at = cache.store(key, output, &compiled);
+    }
+    report_slow_compile(name, options, &compiled, started.elapsed());
+    Ok(compiled)
+}
+
+/// Compiles slower than this are reported on stderr.
+const SLOW_COMPILE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Say on stderr that a compile took long (the attention kernels' first compile takes 20–30
+/// s), so that it is not taken for a hang, and whether later runs load it from the cache.
+fn report_slow_compile(name: &str, options: &[String], c: &Compiled, took: std::time::Duration) {
+    if took < SLOW_COMPILE {
+        return;
+    }
+    let what: Vec<&str> = options
+        .iter()
+        .filter_map(|o| {
+            o.strip_prefix("--gpu-architecture=")
+                .or(o.strip_prefix("-D"))
+        })
+        .collect();
+    let later = match &c.cached_at {
+        Some(p) => format!("later runs load it from {}", p.display()),
+        None => format!("not kept: the compile cache is off (${CACHE_ENV}) or cannot be written"),
+    };
+    eprintln!(
+        "fp4probe: NVRTC took {:.1} s to compile {name} ({}); {later}",
+        took.as_secs_f64(),
+        what.join(" ")
+    );
+}
+
+/// `compile` without the cache: always runs NVRTC.
+pub fn compile_uncached(
+    src: &str,
+    name: &str,
+    options: &[String],
+    output: Output,
+) -> Result<Compiled> {
     load()?;
     let csrc = CString::new(src).context("CUDA source contains a NUL byte")?;
     let cname = CString::new(name).context("program name contains a NUL byte")?;
@@ -275,5 +364,9 @@ pub fn compile(src: &str, name: &str, options: &[String], output: Output) -> Res
             buf
         }
     };
-    Ok(Compiled { image, log })
+    Ok(Compiled {
+        image,
+        log,
+        cached_at: None,
+    })
 }

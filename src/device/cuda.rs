@@ -72,6 +72,22 @@ pub fn max_ptx_for_driver(driver: (u32, u32)) -> (u32, u32) {
     }
 }
 
+/// `cuDriverGetVersion` of the installed driver (13000 for 13.0), without opening a device;
+/// `None` when there is no driver library.
+pub fn installed_driver_version() -> Option<i32> {
+    // SAFETY: only tries to dlopen the library names cudarc knows; calls no entry point.
+    if !unsafe { sys::is_culib_present() } {
+        return None;
+    }
+    let mut version: i32 = 0;
+    // SAFETY: the library is present; `version` is a valid out-pointer. cuDriverGetVersion
+    // may be called before cuInit.
+    unsafe { sys::cuDriverGetVersion(&mut version) }
+        .result()
+        .ok()?;
+    Some(version)
+}
+
 fn parse_version(s: &str) -> Option<(u32, u32)> {
     let (a, b) = s.split_once('.')?;
     Some((a.parse().ok()?, b.parse().ok()?))

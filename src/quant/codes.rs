@@ -98,6 +98,27 @@ pub fn e4m3_clamp_round(v: f32) -> u8 {
     e4m3_from_clamped(v.clamp(E4M3_MIN_NORMAL, E4M3_MAX))
 }
 
+/// Round any f32 to the nearest E4M3 byte, ties to even, as `cvt.rn.satfinite.e4m3x2.f32`
+/// does (the only f32 → E4M3 conversion PTX has): magnitudes past 448 (±inf included)
+/// saturate to ±448, since E4M3 has no infinity; below 2^-6 the grid is the subnormal one,
+/// multiples of 2^-9, and magnitudes up to 2^-10 (the tie with zero included) become a
+/// signed zero; NaN gives the NaN byte 0x7F.
+pub fn e4m3_round(v: f32) -> u8 {
+    if v.is_nan() {
+        return E4M3_NAN;
+    }
+    let sign = ((v.to_bits() >> 24) & 0x80) as u8;
+    let a = v.abs();
+    let mag = if a < E4M3_MIN_NORMAL {
+        // a·2^9 is exact in f32; subnormal code m is m·2^-9, and m = 8 is the smallest
+        // normal's byte, so rounding up into the normal range needs no special case.
+        (a * 512.0).round_ties_even() as u8
+    } else {
+        e4m3_from_clamped(a.min(E4M3_MAX))
+    };
+    sign | mag
+}
+
 /// The value of an E4M3 byte (OCP fn: no infinities, NaN at 0x7F/0xFF).
 pub fn e4m3_to_f32(byte: u8) -> f32 {
     let sign = if byte & 0x80 != 0 { -1.0 } else { 1.0 };
@@ -178,6 +199,62 @@ mod tests {
         assert_eq!(e4m3_clamp_round(1e9), 0x7E);
         assert_eq!(e4m3_clamp_round(0.0), 0x08);
         assert_eq!(e4m3_clamp_round(f32::NAN), E4M3_NAN);
+    }
+
+    /// The nearest finite E4M3 value by search (ties to the even byte), saturating at 448.
+    fn nearest_e4m3(v: f32) -> u8 {
+        let sign = if v.is_sign_negative() { 0x80 } else { 0 };
+        let a = v.abs().min(E4M3_MAX) as f64;
+        let mut best = 0u8;
+        for byte in 0u8..=0x7E {
+            let (d, b) = (
+                (e4m3_to_f32(byte) as f64 - a).abs(),
+                (e4m3_to_f32(best) as f64 - a).abs(),
+            );
+            if d < b || (d == b && byte % 2 == 0) {
+                best = byte;
+            }
+        }
+        sign | best
+    }
+
+    #[test]
+    fn e4m3_round_is_the_nearest_value_ties_to_even() {
+        // Every f32 from 0 to past the saturation point (steps of 4099 ulps), both signs.
+        for bits in (0u32..0x43F0_0000).step_by(4099) {
+            let v = f32::from_bits(bits);
+            assert_eq!(e4m3_round(v), nearest_e4m3(v), "{v:e}");
+            assert_eq!(e4m3_round(-v), nearest_e4m3(-v), "-{v:e}");
+        }
+        // Every midpoint between neighbouring values, subnormal and normal: to the even byte.
+        for byte in 0u8..0x7E {
+            let mid = (e4m3_to_f32(byte) + e4m3_to_f32(byte + 1)) / 2.0;
+            let even = byte + byte % 2;
+            assert_eq!(e4m3_round(mid), even, "tie above {byte:#x}");
+            assert_eq!(e4m3_round(-mid), 0x80 | even, "tie below -{byte:#x}");
+        }
+    }
+
+    #[test]
+    fn e4m3_round_subnormals_underflow_and_saturation() {
+        let tiny = 2f32.powi(-9); // the smallest subnormal, byte 1
+        assert_eq!(e4m3_round(tiny), 0x01);
+        assert_eq!(e4m3_round(3.0 * tiny), 0x03);
+        assert_eq!(e4m3_round(2.5 * tiny), 0x02); // tie between 2 and 3: even
+        assert_eq!(e4m3_round(3.5 * tiny), 0x04); // tie between 3 and 4: even
+        assert_eq!(e4m3_round(tiny / 2.0), 0x00); // the tie with zero goes to zero
+        assert_eq!(e4m3_round(tiny / 2.0 * 1.0001), 0x01);
+        assert_eq!(e4m3_round(-tiny / 4.0), 0x80); // a signed zero
+        assert_eq!(e4m3_round(7.5 * tiny), 0x08); // rounds up into the smallest normal, 2^-6
+        assert_eq!(e4m3_round(448.0), 0x7E);
+        assert_eq!(e4m3_round(463.99), 0x7E);
+        assert_eq!(e4m3_round(464.0), 0x7E); // satfinite: never the NaN byte
+        assert_eq!(e4m3_round(1e30), 0x7E);
+        assert_eq!(e4m3_round(f32::INFINITY), 0x7E);
+        assert_eq!(e4m3_round(f32::NEG_INFINITY), 0xFE);
+        assert_eq!(e4m3_round(f32::NAN), E4M3_NAN);
+        assert_eq!(e4m3_round(0.0), 0x00);
+        assert_eq!(e4m3_round(-0.0), 0x80);
     }
 
     #[test]

@@ -508,12 +508,12 @@ mod tests {
     /// registers.
     #[test]
     fn a_configured_accumulation_is_recovered() {
-        let emu = WgEmulator::with_accumulation(Accumulation {
-            fraction_bits: 13,
-            align: Rounding::TowardZero,
-            output: Rounding::TowardZero,
-            terms: 32,
-        });
+        let emu = WgEmulator::with_accumulation(Accumulation::new(
+            13,
+            Rounding::TowardZero,
+            Rounding::TowardZero,
+            32,
+        ));
         for id in ["m64n8k32.f32.e4m3.e4m3.ss", "m64n16k32.f32.e5m2.e4m3.rs"] {
             let v = find(id).unwrap();
             let n = measure(&emu, &v).unwrap();
@@ -537,38 +537,64 @@ mod tests {
             assert_eq!(c.terms_per_rounding, Some(32), "{id}");
         }
         // Groups of 8 k: the running sum is cut like an addend, and the boundary still shows.
-        let emu = WgEmulator::with_accumulation(Accumulation {
-            fraction_bits: 13,
-            align: Rounding::TowardZero,
-            output: Rounding::TowardZero,
-            terms: 8,
-        });
+        let emu = WgEmulator::with_accumulation(Accumulation::new(
+            13,
+            Rounding::TowardZero,
+            Rounding::TowardZero,
+            8,
+        ));
         let n = measure(&emu, &find("m64n8k32.f32.e4m3.e4m3.rs").unwrap()).unwrap();
         assert_eq!(n.common.terms_per_rounding, Some(8), "{n:#?}");
         assert_eq!(n.common.rounding_group, Some((0..8).collect()));
         // Rounding to nearest at the alignment, 11 bits, an f16 accumulator rounded toward
         // zero: F < D's 10 + 2, so the rounding experiment reads the alignment's rounding.
-        let emu = WgEmulator::with_accumulation(Accumulation {
-            fraction_bits: 11,
-            align: Rounding::Nearest,
-            output: Rounding::TowardZero,
-            terms: 16,
-        });
+        let emu = WgEmulator::with_accumulation(Accumulation::new(
+            11,
+            Rounding::Nearest,
+            Rounding::TowardZero,
+            16,
+        ));
         let v = find("m64n8k16.f16.f16.f16.ss").unwrap();
         let n = measure(&emu, &v).unwrap();
         assert_eq!(n.common.fraction_bits_after_alignment, Some(11), "{n:#?}");
         assert_eq!(n.alignment_rounding.as_deref(), Some("rne"));
         // 14 bits: the rounding experiment reads the f16 output's rounding.
-        let emu = WgEmulator::with_accumulation(Accumulation {
-            fraction_bits: 14,
-            align: Rounding::Nearest,
-            output: Rounding::TowardZero,
-            terms: 16,
-        });
+        let emu = WgEmulator::with_accumulation(Accumulation::new(
+            14,
+            Rounding::Nearest,
+            Rounding::TowardZero,
+            16,
+        ));
         let n = measure(&emu, &v).unwrap();
         assert_eq!(n.common.fraction_bits_after_alignment, Some(14), "{n:#?}");
         assert_eq!(n.common.accumulation_rounding.as_deref(), Some("rtz"));
         assert_eq!(n.alignment_rounding.as_deref(), Some("rne"));
+    }
+
+    /// The FP8 model that random dot products on the H200 pin down (`Accumulation::FP8_F32`)
+    /// gives every finding `reports/sm_90/wgmma/numerics.md` lists for FP8 into f32: the two
+    /// measurements agree.
+    #[test]
+    fn the_fp8_model_gives_the_measured_findings() {
+        let emu = WgEmulator::with_accumulation(Accumulation::FP8_F32);
+        let v = find("m64n8k32.f32.e4m3.e4m3.ss").unwrap();
+        let n = measure(&emu, &v).unwrap();
+        let c = &n.common;
+        assert_eq!(c.fraction_bits_after_alignment, Some(13), "{n:#?}");
+        assert_eq!(c.accumulation_rounding.as_deref(), Some("rtz"));
+        assert_eq!(n.alignment_rounding.as_deref(), Some("rtz"));
+        assert_eq!(
+            n.cut_before_sum.as_deref(),
+            Some("each addend cut toward zero")
+        );
+        assert_eq!(c.terms_per_rounding, Some(32));
+        let kept = Some(Kept {
+            bits: 13,
+            is_lower_bound: false,
+        });
+        assert_eq!(n.product_bits_below_c, kept);
+        assert_eq!(n.c_bits_below_product, kept);
+        assert_eq!(n.c_alone_bits, kept);
     }
 
     #[test]
