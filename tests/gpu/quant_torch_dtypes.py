@@ -8,7 +8,8 @@ and backend (cuda, cpu): quantize a seeded input with fp4probe, load the file wi
 `torch.float8_e8m0fnu` / `torch.float8_e4m3fn` [..., K/block], dequantize with torch (the scales
 through torch's own cast to float32; the codes through torch's cast when it has one for
 float4_e2m1fn_x2, else through the E2M1 table of the OCP MX spec applied to the nibbles of the
-float4_e2m1fn_x2 tensor's uint8 view — the run says which), and compare with `fp4probe
+float4_e2m1fn_x2 tensor's uint8 view — each cast is first tried in a child process, on the CPU
+and the GPU, and the run prints what happened), and compare with `fp4probe
 dequantize`: every element's float32 bits equal, NaN compared by position (its payload is not
 specified). Also: the scales cast on the GPU equal the CPU cast, and the cuda and cpu backends
 write the same tensor bytes.
@@ -62,20 +63,42 @@ def run(cmd):
     return p
 
 
-def decode_codes(data, k):
-    """float4_e2m1fn_x2 [..., K/2] -> float32 [..., K]: torch's cast when it has one, else the
-    nibbles of the uint8 view (element 2i low, 2i+1 high) through the E2M1 table."""
-    devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
-    why = []
-    for dev in devices:
-        try:
-            return data.to(dev).to(torch.float32).cpu(), f"torch cast on {dev}"
-        except Exception as e:  # torch 2.11 has no float4_e2m1fn_x2 -> float32 conversion
-            why.append(f"{dev}: {type(e).__name__}: {str(e).splitlines()[0][:100]}")
-    why = "; ".join(why)
+# Run in a child process: on CUDA an unsupported cast can fail as a device-side assert, which
+# leaves the process's CUDA context unusable.
+CAST_PROBE = """
+import sys, torch
+dtype, dev = getattr(torch, sys.argv[1]), sys.argv[2]
+x = torch.tensor([0x21, 0xf7, 0x00, 0x7f], dtype=torch.uint8).view(dtype).to(dev)
+y = x.to(torch.float32)
+if dev == "cuda":
+    torch.cuda.synchronize()
+print(y.cpu().tolist())
+"""
+CAST_DTYPES = ["float4_e2m1fn_x2", "float8_e8m0fnu", "float8_e4m3fn"]
+
+
+def probe_casts():
+    """{(dtype name, device): (works, what happened)} for torch's casts to float32."""
+    out = {}
+    for name in CAST_DTYPES:
+        for dev in ["cpu"] + (["cuda"] if torch.cuda.is_available() else []):
+            p = subprocess.run([sys.executable, "-c", CAST_PROBE, name, dev],
+                               capture_output=True, text=True)
+            lines = [l for l in (p.stdout + p.stderr).splitlines() if l.strip()]
+            errors = [l for l in lines if "Error" in l or "error" in l]
+            what = lines[-1] if p.returncode == 0 else (errors[-1] if errors else f"exit {p.returncode}")
+            out[(name, dev)] = (p.returncode == 0, what[:160])
+    return out
+
+
+def decode_codes(data, k, torch_cast):
+    """float4_e2m1fn_x2 [..., K/2] -> float32 [..., K]: torch's CPU cast when it has one, else
+    the nibbles of the uint8 view (element 2i low, 2i+1 high) through the E2M1 table."""
+    if torch_cast:
+        return data.to(torch.float32), "torch's cast (cpu)"
     u8 = data.view(torch.uint8)
     codes = torch.stack([u8 & 0xF, u8 >> 4], dim=-1).reshape(*u8.shape[:-1], k)
-    return torch.tensor(E2M1, dtype=torch.float32)[codes.long()], f"E2M1 table on the uint8 view ({why})"
+    return torch.tensor(E2M1, dtype=torch.float32)[codes.long()], "E2M1 table on the uint8 view"
 
 
 def compare(ours, theirs):
@@ -95,6 +118,9 @@ def main():
     os.makedirs(args.workdir, exist_ok=True)
     print(f"torch {torch.__version__}, safetensors {safetensors.__version__}, "
           f"cuda {torch.cuda.is_available() and torch.cuda.get_device_name(0)}")
+    casts = probe_casts()
+    for (name, dev), (works, what) in casts.items():
+        print(f"torch {name} -> float32 on {dev}: {'works: ' if works else 'FAILS: '}{what}")
     failed = broken = False
     code_paths = set()
     totals = {"elements": 0, "bit_equal": 0, "nan_same_place": 0, "mismatch": 0}
@@ -135,7 +161,7 @@ def main():
                     dtype_ok = ((data.dtype, tuple(data.shape)) == want_data
                                 and (scale.dtype, tuple(scale.shape)) == want_scale
                                 and (("tensor_scale" in t) == two_level))
-                    codes, path = decode_codes(data, k)
+                    codes, path = decode_codes(data, k, casts[("float4_e2m1fn_x2", "cpu")][0])
                     code_paths.add(path)
                     sf = scale.to(torch.float32)
                     if two_level:
@@ -146,7 +172,7 @@ def main():
                     mine = codes * sf.repeat_interleave(block, dim=-1)
                     n, eq, nan_pos, bad = compare(mine, ref)
                     gpu_ok = None  # the scales cast on the GPU, against the CPU cast
-                    if torch.cuda.is_available():
+                    if casts.get((str(scale.dtype).replace("torch.", ""), "cuda"), (False,))[0]:
                         gpu_cast = scale.cuda().to(torch.float32).cpu()
                         gpu_ok = torch.equal(gpu_cast.view(torch.int32), scale.to(torch.float32).view(torch.int32))
                     for key, v in zip(totals, (n, eq, nan_pos, bad)):
@@ -165,7 +191,7 @@ def main():
                     d_s = f"{str(data.dtype).replace('torch.', '')} {list(data.shape)}"
                     print(f"{dname:4} {fname:16} {shape_s:12} {backend:7} | {d_s:34} "
                           f"{str(scale.dtype).replace('torch.', ''):22} | {n:8} {eq:9} {nan_pos:7} {bad:8} | "
-                          f"{ {True: 'equal', False: 'DIFFERS', None: 'no GPU'}[gpu_ok]:8} {same}"
+                          f"{ {True: 'equal', False: 'DIFFERS', None: 'not run'}[gpu_ok]:8} {same}"
                           + ("" if dtype_ok else "  DTYPE/SHAPE WRONG"))
     print(f"codes decoded by: {'; '.join(sorted(code_paths))}")
     print(f"total: {totals['elements']} elements, {totals['bit_equal']} bit-equal, "
