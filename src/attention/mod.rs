@@ -13,6 +13,7 @@
 //! softmax equal to the two-pass reference: see `reference::reference_quantized` for the
 //! normative statement and the argument.
 
+pub mod files;
 pub mod inputs;
 pub mod kernel;
 pub mod metrics;
@@ -21,6 +22,7 @@ pub mod reference;
 pub mod schedule;
 pub mod shape;
 
+pub use files::qkv_from_quantized;
 pub use inputs::{exact_qkv, gaussian, identity_qkv, outlier_k};
 pub use metrics::{Comparison, cosine, max_abs_error, relative_error};
 pub use prequant::{QuantizedQkv, prequantize};
