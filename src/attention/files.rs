@@ -24,42 +24,42 @@ pub fn qkv_from_quantized(
     causal: bool,
 ) -> Result<QuantizedQkv> {
     let format = q.spec.format;
-    for (name, t) in [("q", q), ("k", k), ("v", vt)] {
+    for (name, t) in [("Q", q), ("K", k), ("V", vt)] {
         let numel = t.shape.iter().product::<usize>();
         ensure!(
             t.data.len() * 2 == numel && t.scale.len() * t.spec.block() == numel,
-            "--{name}: {} code bytes and {} scales do not fit shape {:?}",
+            "{name}: {} code bytes and {} scales do not fit shape {:?}",
             t.data.len(),
             t.scale.len(),
             t.shape
         );
     }
-    for (name, t) in [("k", k), ("v", vt)] {
+    for (name, t) in [("K", k), ("V", vt)] {
         ensure!(
             t.spec.format == format,
-            "--{name} is {}, --q is {}: Q, K and V must share one format",
+            "{name} is {}, Q is {}: Q, K and V must share one format",
             t.spec.format.name(),
             format.name()
         );
     }
-    let [b, h, sq, d] = axes("q", "[B, H, Sq, D]", &q.shape)?;
-    let [kb, kh, sk, kd] = axes("k", "[B, H, Sk, D]", &k.shape)?;
+    let [b, h, sq, d] = axes("Q", "[B, H, Sq, D]", &q.shape)?;
+    let [kb, kh, sk, kd] = axes("K", "[B, H, Sk, D]", &k.shape)?;
     ensure!(
         [kb, kh, kd] == [b, h, d],
-        "--k is {:?}, --q is {:?}: K must be [B, H, Sk, D] with Q's B, H and D",
+        "K is {:?}, Q is {:?}: K must be [B, H, Sk, D] with Q's B, H and D",
         k.shape,
         q.shape
     );
-    let shape = AttnShape::new(b, h, sq, sk, d, causal).context("--q and --k")?;
+    let shape = AttnShape::new(b, h, sq, sk, d, causal).context("Q and K")?;
     let skp = shape.seq_k_padded();
     ensure!(
         vt.shape == [b, h, d, skp],
-        "--v is {:?}: V must be stored transposed, [B, H, D, Skp] = [{b}, {h}, {d}, {skp}] (Skp = \
+        "V is {:?}: V must be stored transposed, [B, H, D, Skp] = [{b}, {h}, {d}, {skp}] (Skp = \
          Sk = {sk} rounded up to 32, the padding keys zero), as `fp4probe quantize` writes V^T",
         vt.shape
     );
     check_padding_zero(vt, sk, skp)?;
-    for (name, t) in [("q", q), ("k", k), ("v", vt)] {
+    for (name, t) in [("Q", q), ("K", k), ("V", vt)] {
         check_no_nan_scale(name, t)?;
     }
     let ts = |t: &Quantized| t.tensor_scale.unwrap_or(1.0);
@@ -82,7 +82,7 @@ pub fn qkv_from_quantized(
 fn axes(name: &str, what: &str, shape: &[usize]) -> Result<[usize; 4]> {
     shape.try_into().map_err(|_| {
         anyhow::anyhow!(
-            "--{name} is {shape:?}: attention reads {what}, {} axes given",
+            "{name} is {shape:?}: attention reads {what}, {} axes given",
             shape.len()
         )
     })
@@ -99,7 +99,7 @@ fn check_padding_zero(vt: &Quantized, sk: usize, skp: usize) -> Result<()> {
             let code = (bytes[key / 2] >> (4 * (key % 2))) & 0x7;
             if code != 0 {
                 bail!(
-                    "--v: row {row} of V^T holds a nonzero code at padding key {key} (Sk = {sk}, \
+                    "V: row {row} of V^T holds a nonzero code at padding key {key} (Sk = {sk}, \
                      padded to {skp}): pad V^T with zeros"
                 );
             }
@@ -116,12 +116,12 @@ fn check_no_nan_scale(name: &str, t: &Quantized) -> Result<()> {
     };
     if let Some(i) = t.scale.iter().position(|&s| is_nan(s)) {
         bail!(
-            "--{name}: block {i} has the NaN scale (its input held NaN or Inf): attention \
+            "{name}: block {i} has the NaN scale (its input held NaN or Inf): attention \
              inputs must be finite"
         );
     }
     if let Some(s) = t.tensor_scale.filter(|s| !s.is_finite() || *s <= 0.0) {
-        bail!("--{name}: tensor scale {s} is not a positive finite number");
+        bail!("{name}: tensor scale {s} is not a positive finite number");
     }
     Ok(())
 }
@@ -177,25 +177,25 @@ mod tests {
         let nv_k = quantized(&nv, &[1, 2, 40, 64], &k);
         assert_eq!(
             err(&qq, &nv_k, &vv),
-            "--k is nvfp4, --q is mxfp4: Q, K and V must share one format"
+            "K is nvfp4, Q is mxfp4: Q, K and V must share one format"
         );
         let k3 = quantized(&mx, &[2, 40, 64], &k);
         assert_eq!(
             err(&qq, &k3, &vv),
-            "--k is [2, 40, 64]: attention reads [B, H, Sk, D], 3 axes given"
+            "K is [2, 40, 64]: attention reads [B, H, Sk, D], 3 axes given"
         );
         let k_heads = quantized(&mx, &[1, 1, 80, 64], &k);
-        assert!(err(&qq, &k_heads, &vv).starts_with("--k is [1, 1, 80, 64], --q is [1, 2, 8, 64]"));
+        assert!(err(&qq, &k_heads, &vv).starts_with("K is [1, 1, 80, 64], Q is [1, 2, 8, 64]"));
         let v_plain = quantized(&mx, &[1, 2, 40, 64], &v);
         assert!(err(&qq, &kk, &v_plain).starts_with(
-            "--v is [1, 2, 40, 64]: V must be stored transposed, [B, H, D, Skp] = [1, 2, 64, 64]"
+            "V is [1, 2, 40, 64]: V must be stored transposed, [B, H, D, Skp] = [1, 2, 64, 64]"
         ));
         let mut dirty = vt.clone();
         dirty[64 * 3 + 50] = 1.0; // head 0, channel 3, padding key 50
         let v_dirty = quantized(&mx, &[1, 2, 64, 64], &dirty);
         assert_eq!(
             err(&qq, &kk, &v_dirty),
-            "--v: row 3 of V^T holds a nonzero code at padding key 50 (Sk = 40, padded to 64): \
+            "V: row 3 of V^T holds a nonzero code at padding key 50 (Sk = 40, padded to 64): \
              pad V^T with zeros"
         );
         let mut nan_q = q.clone();
@@ -203,10 +203,10 @@ mod tests {
         let q_nan = quantized(&mx, &[1, 2, 8, 64], &nan_q);
         assert_eq!(
             err(&q_nan, &kk, &vv),
-            "--q: block 2 has the NaN scale (its input held NaN or Inf): attention inputs must \
+            "Q: block 2 has the NaN scale (its input held NaN or Inf): attention inputs must \
              be finite"
         );
         let q_d = quantized(&mx, &[1, 2, 4, 128], &q);
-        assert!(err(&q_d, &kk, &vv).starts_with("--k is [1, 2, 40, 64], --q is [1, 2, 4, 128]"));
+        assert!(err(&q_d, &kk, &vv).starts_with("K is [1, 2, 40, 64], Q is [1, 2, 4, 128]"));
     }
 }
