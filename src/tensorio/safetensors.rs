@@ -169,10 +169,12 @@ pub fn safetensors_from_bytes(data: &[u8]) -> Result<SafeTensors> {
     let (n, reference) =
         Reference::read_metadata(data).map_err(|e| explain(&mut entries, buffer.len(), e))?;
     let buffer = &data[8 + n..];
-    let tensors = reference
-        .offset_keys()
+    // File order: by byte range, and tensors of no bytes that share an offset in header order
+    // (the reference's own order among those comes from a hash map, so it changes run to run).
+    entries.sort_by_key(|e| (e.begin, e.end));
+    let tensors = entries
         .into_iter()
-        .map(|name| tensor_of(&reference, buffer, name))
+        .map(|e| tensor_of(&reference, buffer, e.name))
         .collect::<Result<_>>()?;
     Ok(SafeTensors {
         tensors,
