@@ -73,11 +73,26 @@ fn the_command_line_reproduces_independent_vectors() {
                 "{case}: {name}"
             );
         }
-        assert_eq!(
-            q.get("data").unwrap().shape.last(),
-            Some(&(x.shape.last().unwrap() / 2)),
-            "{case}: data shape"
-        );
+        // Codes are F4 (shape in codes, as safetensors counts them), scales the format's
+        // 8-bit float type; the metadata names the PyTorch dtype of each tensor.
+        let data = q.get("data").unwrap();
+        assert_eq!((data.dtype, &data.shape), (DType::F4, &x.shape), "{case}");
+        let scale_dtype = if case.starts_with("mxfp4") {
+            DType::F8E8M0
+        } else {
+            DType::F8E4M3
+        };
+        assert_eq!(q.get("scale").unwrap().dtype, scale_dtype, "{case}");
+        assert_eq!(q.get("data_byte").unwrap().dtype, DType::U8, "{case}");
+        for (name, t) in &q.tensors {
+            assert_eq!(
+                q.metadata
+                    .get(&format!("torch_dtype.{name}"))
+                    .map(String::as_str),
+                Some(t.dtype.torch_name()),
+                "{case}: {name}"
+            );
+        }
         assert_eq!(
             q.get("tensor_scale").map(|t| t.bytes.clone()),
             st.get("tensor_scale").map(|t| t.bytes.clone()),
@@ -85,17 +100,24 @@ fn the_command_line_reproduces_independent_vectors() {
         );
         assert_eq!(q.metadata.get("backend").map(String::as_str), Some("cpu"));
 
-        let back = dir.join(format!("{case}.deq.npy"));
-        let o = fp4probe(&["dequantize", "--input", s(&out), "--output", s(&back)]);
-        assert!(o.status.success(), "{case}: {}", text(&o));
-        let got = tensorio::read_npy(&back).unwrap().to_f32_vec().unwrap();
+        // dequantize reads the F4 / F8 file, and the vector file itself, whose codes and
+        // scales are U8.
         let want = st.get("dequant").unwrap().to_f32_vec().unwrap();
-        assert!(
-            got.iter()
-                .zip(&want)
-                .all(|(g, w)| g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan())),
-            "{case}: dequant"
-        );
+        let vector = vectors.join(format!("{case}.safetensors"));
+        for (from, input) in [("quantize", &out), ("vector", &vector)] {
+            let back = dir.join(format!("{case}.{from}.deq.npy"));
+            let o = fp4probe(&["dequantize", "--input", s(input), "--output", s(&back)]);
+            assert!(o.status.success(), "{case} {from}: {}", text(&o));
+            let got = tensorio::read_npy(&back).unwrap().to_f32_vec().unwrap();
+            assert!(
+                got.len() == want.len()
+                    && got
+                        .iter()
+                        .zip(&want)
+                        .all(|(g, w)| g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan())),
+                "{case} {from}: dequant"
+            );
+        }
     }
 }
 
@@ -243,6 +265,47 @@ fn bad_inputs_get_clear_errors_and_leave_the_output_alone() {
         "{}",
         text(&o)
     );
+    // Files whose dtypes do not fit the quantizer's layout: refused, saying which tensor.
+    let f4 = |shape: Vec<usize>| {
+        let n = shape.iter().product::<usize>() / 2;
+        Tensor::new(DType::F4, shape, vec![0x21; n]).unwrap()
+    };
+    let e8m0 = Tensor::new(DType::F8E8M0, vec![2, 1], vec![127; 2]).unwrap();
+    let e4m3 = Tensor::new(DType::F8E4M3, vec![2, 1], vec![0x38; 2]).unwrap();
+    let mx = BTreeMap::from([("format".to_string(), "mxfp4".to_string())]);
+    let bad: [(&str, Tensor, &Tensor, &str); 3] = [
+        (
+            "e4m3-scale",
+            f4(vec![2, 32]),
+            &e4m3,
+            "tensor 'scale' of a mxfp4 file: expected a F8_E8M0 or U8 tensor, found F8_E4M3",
+        ),
+        (
+            "f32-data",
+            Tensor::from_f32(vec![2, 4], &[0.0; 8]),
+            &e8m0,
+            "tensor 'data': expected a F4 or U8 tensor, found F32",
+        ),
+        (
+            "odd-rows",
+            f4(vec![2, 3]),
+            &e8m0,
+            "F4 'data' has rows of 3 codes, an odd number: rows must fill whole bytes",
+        ),
+    ];
+    for (name, data, scale, want) in bad {
+        let input = dir.join(format!("{name}.safetensors"));
+        tensorio::write_safetensors(&input, &[("data", &data), ("scale", scale)], &mx).unwrap();
+        let o = fp4probe(&[
+            "dequantize",
+            "--input",
+            s(&input),
+            "--output",
+            s(&dir.join(format!("{name}.npy"))),
+        ]);
+        assert_eq!(o.status.code(), Some(2), "{name}: {}", text(&o));
+        assert!(text(&o).contains(want), "{name}: {}", text(&o));
+    }
 }
 
 /// Without a GPU, `--backend auto` says loudly that it uses the CPU; `--backend cuda` fails.

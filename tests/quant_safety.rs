@@ -190,7 +190,7 @@ fn a_multi_tensor_input_needs_the_tensor_named() {
     ]);
     refused(
         &o,
-        "holds 3 tensors: w (F32 [2, 32]), b (F32 [32]), ids (I32 [3]); quantize writes one \
+        "holds 3 tensors: b (F32 [32]), w (F32 [2, 32]), ids (I32 [3]); quantize writes one \
          tensor a run: name it with --input-name NAME (alias --tensor)",
     );
     assert!(!out.exists());
@@ -206,7 +206,7 @@ fn a_multi_tensor_input_needs_the_tensor_named() {
     ]);
     refused(
         &o,
-        "no tensor named 'nope' (the file holds: 'w', 'b', 'ids')",
+        "no tensor named 'nope' (the file holds: 'b', 'w', 'ids')",
     );
 
     // The named tensor gives the bytes the same tensor gives on its own.

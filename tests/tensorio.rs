@@ -49,9 +49,21 @@ const SHAPES: &[&[usize]] = &[
 ];
 
 fn sample(dtype: DType, shape: &[usize], seed: u8) -> Tensor {
-    let n: usize = shape.iter().product();
-    Tensor::new(dtype, shape.to_vec(), pattern(n * dtype.size(), seed)).unwrap()
+    let len = byte_len(dtype, shape).unwrap();
+    Tensor::new(dtype, shape.to_vec(), pattern(len, seed)).unwrap()
 }
+
+/// The shapes a dtype can take: F4 elements fill bytes in pairs, so an odd count is no tensor.
+fn shapes_of(dtype: DType) -> impl Iterator<Item = (usize, &'static [usize])> {
+    SHAPES
+        .iter()
+        .copied()
+        .enumerate()
+        .filter(move |(_, s)| dtype != DType::F4 || s.iter().product::<usize>() % 2 == 0)
+}
+
+/// The 4- and 8-bit float types, which numpy has no dtype for (`.npy` files never hold them).
+const NOT_IN_NUMPY: [DType; 3] = [DType::F4, DType::F8E4M3, DType::F8E8M0];
 
 // ---------------------------------------------------------------------------------------------
 // Exact widening.
@@ -145,17 +157,50 @@ fn accessors_check_the_dtype() {
         Tensor::new(DType::F16, vec![2, 2], vec![0; 7]),
         &["F16 [2, 2] needs 8 bytes"],
     );
-    let names: Vec<_> = ALL_DTYPES.iter().map(|d| (d.name(), d.size())).collect();
+    let names: Vec<_> = ALL_DTYPES
+        .iter()
+        .map(|d| (d.name(), d.bits(), d.torch_name()))
+        .collect();
     assert_eq!(
         names,
         [
-            ("F32", 4),
-            ("F16", 2),
-            ("BF16", 2),
-            ("U8", 1),
-            ("I32", 4),
-            ("F64", 8)
+            ("F32", 32, "float32"),
+            ("F16", 16, "float16"),
+            ("BF16", 16, "bfloat16"),
+            ("U8", 8, "uint8"),
+            ("I32", 32, "int32"),
+            ("F64", 64, "float64"),
+            ("F4", 4, "float4_e2m1fn_x2"),
+            ("F8_E4M3", 8, "float8_e4m3fn"),
+            ("F8_E8M0", 8, "float8_e8m0fnu"),
         ]
+    );
+    for d in ALL_DTYPES {
+        assert_eq!(DType::from_name(d.name()), Some(d));
+    }
+    // F4 holds two elements a byte, the first in the low nibble; an odd count fills no byte.
+    let f4 = Tensor::new(DType::F4, vec![2, 4], vec![0x21, 0x43, 0x65, 0x87]).unwrap();
+    assert_eq!(
+        f4.bytes_of(&[DType::U8, DType::F4]).unwrap(),
+        &[0x21, 0x43, 0x65, 0x87]
+    );
+    assert_err(f4.as_u8(), &["expected a U8 tensor, found F4"]);
+    assert_err(
+        f4.to_f32_vec(),
+        &["F4 tensor cannot be read as floats (need F32, F16 or BF16)"],
+    );
+    assert_err(
+        Tensor::new(DType::F4, vec![3], vec![0; 2]),
+        &["F4 [3] holds an odd number of 4-bit elements, which do not fill whole bytes"],
+    );
+    assert_err(
+        Tensor::new(DType::F4, vec![2, 2], vec![0; 4]),
+        &["F4 [2, 2] needs 2 bytes but the tensor holds 4"],
+    );
+    let e8 = Tensor::new(DType::F8E8M0, vec![2], vec![127, 0xff]).unwrap();
+    assert_err(
+        e8.bytes_of(&[DType::U8, DType::F8E4M3]),
+        &["expected a U8 or F8_E4M3 tensor, found F8_E8M0"],
     );
     // F64 is read exactly, and never narrowed to f32 behind the caller's back.
     let d = Tensor::new(
@@ -181,7 +226,8 @@ fn accessors_check_the_dtype() {
 #[test]
 fn npy_round_trips_every_dtype_and_shape() {
     let dir = scratch("npy-rt");
-    for (i, &dtype) in ALL_DTYPES.iter().enumerate() {
+    let npy_dtypes = ALL_DTYPES.into_iter().filter(|d| !NOT_IN_NUMPY.contains(d));
+    for (i, dtype) in npy_dtypes.enumerate() {
         for (j, shape) in SHAPES.iter().enumerate() {
             let t = sample(dtype, shape, (i * 16 + j) as u8);
             let path = dir.join(format!("{}-{j}.npy", dtype.name()));
@@ -193,6 +239,18 @@ fn npy_round_trips_every_dtype_and_shape() {
             assert_eq!(read_npy(&path).unwrap(), t, "{dtype:?} {shape:?}");
             assert_eq!(read_tensor(&path, None).unwrap(), t);
         }
+    }
+    // The 4- and 8-bit float types have no numpy dtype: refused, nothing written.
+    for dtype in NOT_IN_NUMPY {
+        let path = dir.join(format!("{}.npy", dtype.name()));
+        assert_err(
+            write_npy(&path, &sample(dtype, &[2, 4], 1)),
+            &[
+                &format!("{dtype} has no numpy dtype"),
+                "write it to a .safetensors file",
+            ],
+        );
+        assert!(!path.exists());
     }
 }
 
@@ -212,16 +270,32 @@ fn safetensors_round_trips_every_dtype_and_shape() {
     let dir = scratch("st-rt");
     let mut owned = Vec::new();
     for (i, &dtype) in ALL_DTYPES.iter().enumerate() {
-        for (j, shape) in SHAPES.iter().enumerate() {
+        for (j, shape) in shapes_of(dtype) {
             owned.push((
                 format!("{}.{j}", dtype.name()),
                 sample(dtype, shape, (i * 16 + j) as u8),
             ));
         }
     }
-    // Given order is file order, whatever the names sort as.
+    // File order is the reference writer's, whatever order the tensors are given in: by dtype,
+    // widest first (so each tensor starts aligned to its element size), then by name.
     owned.reverse();
     let tensors: Vec<(&str, &Tensor)> = owned.iter().map(|(n, t)| (n.as_str(), t)).collect();
+    let widest_first = [
+        DType::F64,
+        DType::F32,
+        DType::I32,
+        DType::BF16,
+        DType::F16,
+        DType::F8E8M0,
+        DType::F8E4M3,
+        DType::U8,
+        DType::F4,
+    ];
+    let rank = |d: DType| widest_first.iter().position(|&w| w == d).unwrap();
+    let mut in_file_order = owned.clone();
+    in_file_order
+        .sort_by(|(ln, lt), (rn, rt)| rank(lt.dtype).cmp(&rank(rt.dtype)).then(ln.cmp(rn)));
     let meta = BTreeMap::from([
         ("format".to_string(), "pt".to_string()),
         ("quote\"and\\slash".to_string(), "ünïcode\n".to_string()),
@@ -233,7 +307,7 @@ fn safetensors_round_trips_every_dtype_and_shape() {
     assert_eq!(n % 8, 0, "header padded to a multiple of 8");
     let st = read_safetensors(&path).unwrap();
     assert_eq!(st.metadata, meta);
-    assert_eq!(st.tensors, owned);
+    assert_eq!(st.tensors, in_file_order);
     assert_eq!(
         st.get("U8.3"),
         Some(&owned.iter().find(|(n, _)| n == "U8.3").unwrap().1)
@@ -259,6 +333,73 @@ fn safetensors_round_trips_every_dtype_and_shape() {
     assert_err(
         read_tensor(&none, None),
         &["none.safetensors: the file holds no tensors"],
+    );
+}
+
+/// What the writer here produces is what the reference writer (`safetensors::serialize`)
+/// produces, byte for byte, whenever the reference's output does not depend on a hash map's
+/// order (no metadata, or one key); with more keys the reference reader reads it back intact.
+#[test]
+fn writer_matches_the_reference_writer_byte_for_byte() {
+    use safetensors::tensor::TensorView;
+    let reference_dtype = |d: DType| -> safetensors::Dtype {
+        serde_json::from_value(Value::String(d.name().to_string())).unwrap()
+    };
+    let owned: Vec<(String, Tensor)> = ALL_DTYPES
+        .iter()
+        .enumerate()
+        .flat_map(|(i, &d)| {
+            shapes_of(d).map(move |(j, s)| (format!("t{}", (i * 7 + j * 3) % 11), i, j, d, s))
+        })
+        .map(|(name, i, j, d, s)| (format!("{name}.{i}.{j}"), sample(d, s, (i + j) as u8)))
+        .collect();
+    let ours: Vec<(&str, &Tensor)> = owned.iter().map(|(n, t)| (n.as_str(), t)).collect();
+    let views: Vec<(String, TensorView)> = owned
+        .iter()
+        .map(|(n, t)| {
+            let v = TensorView::new(reference_dtype(t.dtype), t.shape.clone(), &t.bytes).unwrap();
+            (n.clone(), v)
+        })
+        .collect();
+    for meta in [
+        BTreeMap::new(),
+        BTreeMap::from([("producer".to_string(), "fp4probe 0".to_string())]),
+    ] {
+        let reference = safetensors::serialize(
+            views.iter().map(|(n, v)| (n.as_str(), v)),
+            (!meta.is_empty()).then(|| meta.clone().into_iter().collect()),
+        )
+        .unwrap();
+        assert_eq!(safetensors_to_bytes(&ours, &meta).unwrap(), reference);
+    }
+    let meta: BTreeMap<String, String> = (0..20)
+        .map(|i| (format!("k{i}"), format!("v{i}")))
+        .collect();
+    let bytes = safetensors_to_bytes(&ours, &meta).unwrap();
+    let reference = safetensors::SafeTensors::deserialize(&bytes).unwrap();
+    for (name, t) in &owned {
+        let v = reference.tensor(name).unwrap();
+        assert_eq!(
+            (v.dtype(), v.shape(), v.data()),
+            (reference_dtype(t.dtype), &t.shape[..], &t.bytes[..])
+        );
+    }
+    let (_, header) = safetensors::SafeTensors::read_metadata(&bytes).unwrap();
+    assert_eq!(
+        header
+            .metadata()
+            .clone()
+            .unwrap()
+            .into_iter()
+            .collect::<BTreeMap<_, _>>(),
+        meta
+    );
+    // Run to run, the same bytes: the keys are written sorted, `__metadata__` first.
+    assert_eq!(safetensors_to_bytes(&ours, &meta).unwrap(), bytes);
+    let text = String::from_utf8_lossy(&bytes[8..200]).into_owned();
+    assert!(
+        text.starts_with("{\"__metadata__\":{\"k0\":\"v0\",\"k1\":\"v1\",\"k10\""),
+        "{text}"
     );
 }
 
@@ -510,6 +651,21 @@ fn malformed_npy_is_rejected_with_location() {
         b"\x93NUMPY\x01\x00\xff\x00{'descr'",
         &["header length 255 (bytes 8..10) runs past the end of the file (18 bytes)"],
     );
+    // Header lengths and shapes are checked against the file before anything is allocated for
+    // them: a 4 GiB header length, a 4 TiB array in a file of 48 data bytes.
+    npy_err(
+        &dir,
+        b"\x93NUMPY\x02\x00\xf0\xff\xff\xff{'descr'",
+        &["header length 4294967280 (bytes 8..12) runs past the end of the file (20 bytes)"],
+    );
+    npy_err(
+        &dir,
+        &npy_file(
+            "{'descr': '<f4', 'fortran_order': True, 'shape': (1099511627776,), }",
+            &[0; 48],
+        ),
+        &["holds 48 bytes but '<f4' (1099511627776,) needs 4398046511104 (file truncated?)"],
+    );
     let mut v3 = npy_file(ok, &[0; 48]);
     v3[6] = 3;
     v3.splice(8..10, [0x76, 0, 0, 0]); // 4-byte length field: now 2 bytes of the dict are short
@@ -737,7 +893,8 @@ fn malformed_safetensors_is_rejected_with_location() {
     st_err(
         &dir,
         &one(t("w", "I64", "[2]", 0, 16), 16),
-        "tensor 'w': unsupported dtype 'I64' (supported: F32, F16, BF16, U8, I32, F64)",
+        "tensor 'w': unsupported dtype 'I64' (supported: F32, F16, BF16, U8, I32, F64, F4, \
+         F8_E4M3, F8_E8M0)",
     );
     st_err(
         &dir,
@@ -877,6 +1034,43 @@ fn malformed_safetensors_is_rejected_with_location() {
         &st_file("{}", 3),
         "gap: data bytes [0, 3) at the end of the data buffer belong to no tensor",
     );
+    // F4 counts 4-bit elements: an odd count fills no whole byte; sizes are half the count.
+    st_err(
+        &dir,
+        &one(t("w", "F4", "[3]", 0, 2), 2),
+        "tensor 'w': F4 [3] holds an odd number of 4-bit elements, which do not fill whole bytes",
+    );
+    st_err(
+        &dir,
+        &one(t("w", "F4", "[2, 4]", 0, 8), 8),
+        "tensor 'w': data_offsets [0, 8] hold 8 bytes but F4 [2, 4] needs 4",
+    );
+    st_err(
+        &dir,
+        &one(t("s", "F8_E8M0", "[4]", 0, 4), 3),
+        "tensor 's': data_offsets [0, 4] run past the end of the 3-byte data buffer",
+    );
+    // A header may claim any size: it is checked against the file before anything is
+    // allocated for it (4 TiB here, in a file of 8 data bytes).
+    st_err(
+        &dir,
+        &one(t("w", "F32", "[1099511627776]", 0, 4_398_046_511_104), 8),
+        "tensor 'w': data_offsets [0, 4398046511104] run past the end of the 8-byte data buffer",
+    );
+    st_err(
+        &dir,
+        &one(
+            t("w", "F32", "[4294967296, 4294967296, 4294967296]", 0, 8),
+            8,
+        ),
+        "tensor 'w': F32 [4294967296, 4294967296, 4294967296] overflows the address space",
+    );
+    // What the reference reader refuses is said with its words too.
+    let msg = err_text(safetensors_from_bytes(&one(
+        t("w", "F32", "[4]", 0, 16),
+        12,
+    )));
+    assert!(msg.contains("(the safetensors reference reader: "), "{msg}");
     // Zero-size tensors may sit anywhere on a boundary, as the reference writer puts them.
     let path = dir.join("ok.safetensors");
     fs::write(
@@ -1041,6 +1235,16 @@ fn fuzz_inputs() -> Vec<(bool, Vec<u8>)> {
         }
     }
     assert!(files.len() >= 13);
+    // The 4- and 8-bit float types of the quantizer's outputs.
+    let data = sample(DType::F4, &[4, 32], 3);
+    let scale = sample(DType::F8E8M0, &[4, 1], 4);
+    let e4m3 = sample(DType::F8E4M3, &[4, 2], 5);
+    let meta = BTreeMap::from([("format".to_string(), "mxfp4".to_string())]);
+    let quantized = safetensors_to_bytes(
+        &[("data", &data), ("scale", &scale), ("e4m3", &e4m3)],
+        &meta,
+    );
+    files.push((false, quantized.unwrap()));
     files
 }
 

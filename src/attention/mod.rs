@@ -14,6 +14,7 @@
 //! normative statement and the argument. `fp8` is the form for Hopper's E4M3 tensor cores
 //! (`docs/attention-fp8.md`).
 
+pub mod files;
 pub mod fp8;
 pub mod inputs;
 pub mod kernel;
@@ -23,6 +24,7 @@ pub mod reference;
 pub mod schedule;
 pub mod shape;
 
+pub use files::qkv_from_quantized;
 pub use fp8::{Fp8Qkv, reference_fp8};
 pub use inputs::{exact_qkv, gaussian, identity_qkv, outlier_k};
 pub use metrics::{Comparison, cosine, max_abs_error, relative_error};

@@ -1,6 +1,8 @@
 //! The `fp4probe` command line: one module per subcommand.
 
 pub mod attention;
+#[cfg(test)]
+mod attention_inputs_tests;
 mod bench;
 mod catalog;
 mod codegen;

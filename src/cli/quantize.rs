@@ -16,7 +16,7 @@ use crate::quant::cuda::{InType, QuantKernels};
 use crate::quant::health::{Health, health};
 use crate::quant::{
     self, Format, NonFinite, NvLevels, Quantized, ScaleGrid, ScaleLayout, ScaleMode, SearchStats,
-    Spec, container_bytes, data_shape,
+    Spec, container_bytes,
 };
 use crate::tensorio::{self, DType, Tensor};
 use anyhow::{Context, Result, bail};
@@ -38,12 +38,13 @@ pub enum QuantBackend {
 
 /// Quantize a tensor to MXFP4 or NVFP4 and write it as safetensors.
 ///
-/// Writes uint8 `data` (packed codes, even index in the low nibble, shape [..., K/2]), uint8
-/// `scale` (E8M0 for mxfp4, E4M3 for nvfp4, shape [..., K/block], or with --scale-layout 128x4
-/// or 8x4 one axis of zero-padded tiles), for two-level nvfp4 an f32
-/// `tensor_scale` of one element, and with --byte-container also `data_byte` (one byte per
-/// element, code in bits 5..2, the operand container of mma.sync kind::mxf8f6f4). The
-/// file's metadata records format, scale mode, search, backend and input.
+/// Writes `data` as F4 (packed E2M1 codes, even index in the low nibble, shape [..., K]: PyTorch
+/// reads it as float4_e2m1fn_x2 [..., K/2]), `scale` as F8_E8M0 (mxfp4) or F8_E4M3 (nvfp4),
+/// shape [..., K/block], or with --scale-layout 128x4 or 8x4 one axis of zero-padded tiles,
+/// for two-level nvfp4 an F32 `tensor_scale` of one element, and with --byte-container also
+/// U8 `data_byte` (one byte per element, code in bits 5..2, the operand container of mma.sync
+/// kind::mxf8f6f4). The file's metadata records format, scale mode, scale layout, search,
+/// backend, input and each tensor's PyTorch dtype.
 #[derive(clap::Args, Debug)]
 #[command(
     after_help = "Output safety (refusals exit with status 2 and write nothing):
@@ -559,6 +560,25 @@ fn metadata(
     m
 }
 
+/// The dtype of a format's block scales: the 8-bit float type safetensors and PyTorch have for
+/// them.
+pub fn scale_dtype(format: Format) -> DType {
+    match format {
+        Format::Mxfp4 => DType::F8E8M0,
+        Format::Nvfp4 => DType::F8E4M3,
+    }
+}
+
+/// Metadata naming the PyTorch dtype each tensor loads as (`torch_dtype.data` =
+/// `float4_e2m1fn_x2`, ...): the safetensors names (F4, F8_E4M3) do not say it, and `data_byte`
+/// has no float type of its own.
+fn torch_dtypes(tensors: &[(&str, &Tensor)]) -> Vec<(String, String)> {
+    tensors
+        .iter()
+        .map(|(name, t)| (format!("torch_dtype.{name}"), t.dtype.torch_name().into()))
+        .collect()
+}
+
 pub fn run_quantize(a: QuantizeArgs) -> Result<ExitCode> {
     // Everything that can be refused is refused before a device is opened or a byte is read.
     let spec = a.spec()?;
@@ -596,8 +616,8 @@ pub fn run_quantize(a: QuantizeArgs) -> Result<ExitCode> {
     };
     report_health(&health(&input.f32, &q), &spec, &a)?;
 
-    let data = Tensor::from_u8(data_shape(&q.shape), q.data.clone());
-    let scale = Tensor::from_u8(q.scale_shape(), q.scale.clone());
+    let data = Tensor::new(DType::F4, q.shape.clone(), q.data.clone())?;
+    let scale = Tensor::new(scale_dtype(spec.format), q.scale_shape(), q.scale.clone())?;
     let ts = q.tensor_scale.map(|t| Tensor::from_f32(vec![1], &[t]));
     let byte = a
         .byte_container
@@ -609,7 +629,7 @@ pub fn run_quantize(a: QuantizeArgs) -> Result<ExitCode> {
     if let Some(b) = &byte {
         tensors.push(("data_byte", b));
     }
-    let meta = metadata(
+    let mut meta = metadata(
         &spec,
         &q.grid(),
         a.tensor_amax,
@@ -617,6 +637,7 @@ pub fn run_quantize(a: QuantizeArgs) -> Result<ExitCode> {
         &a.input,
         &input.dtype_label,
     );
+    meta.extend(torch_dtypes(&tensors));
     let bytes = tensorio::safetensors_to_bytes(&tensors, &meta)?;
     check_quantize_output(&outputs, &a.output)?;
     outputs.write(&a.output, bytes, SAFETENSORS_OURS)?;
@@ -766,16 +787,34 @@ pub fn read_quantized(path: &Path) -> Result<Quantized> {
     };
     let data = get("data")?;
     let scale = get("scale")?;
-    // A tiled file's scales are checked against its data here; the checks below then see the
-    // row-major scale shape they stand for.
-    let (layout, scale_rows_shape) =
-        ScaleGrid::of_metadata(&st.metadata, &data.shape, &scale.shape)
-            .with_context(|| path.display().to_string())?;
-    let (Some(&half_k), Some(&blocks)) = (data.shape.last(), scale_rows_shape.last()) else {
+    let codes = data
+        .bytes_of(&[DType::F4, DType::U8])
+        .with_context(|| format!("{}: tensor 'data'", path.display()))?;
+    let (Some(&last), Some(_)) = (data.shape.last(), scale.shape.last()) else {
         bail!(
             "{}: 'data' and 'scale' must have at least one axis",
             path.display()
         );
+    };
+    // F4 counts codes; U8 [..., K/2] (files without F4, as tests/vectors/quant) counts bytes.
+    let k = match data.dtype {
+        DType::F4 if last % 2 == 0 => last,
+        DType::F4 => bail!(
+            "{}: F4 'data' has rows of {last} codes, an odd number: rows must fill whole bytes",
+            path.display()
+        ),
+        _ => last * 2,
+    };
+    // A tiled file's scales are checked against its data (in the packed [..., K/2] shape the
+    // layouts are defined on) here; the checks below then see the row-major scale shape they
+    // stand for.
+    let mut packed_shape = data.shape.clone();
+    *packed_shape.last_mut().expect("checked above") = k / 2;
+    let (layout, scale_rows_shape) =
+        ScaleGrid::of_metadata(&st.metadata, &packed_shape, &scale.shape)
+            .with_context(|| path.display().to_string())?;
+    let Some(&blocks) = scale_rows_shape.last() else {
+        bail!("{}: 'scale' must have at least one axis", path.display());
     };
     if data.shape[..data.shape.len() - 1]
         != scale_rows_shape[..scale_rows_shape.len().saturating_sub(1)]
@@ -788,7 +827,6 @@ pub fn read_quantized(path: &Path) -> Result<Quantized> {
             scale.shape
         );
     }
-    let k = half_k * 2;
     let block = k / blocks;
     if block * blocks != k {
         bail!(
@@ -839,13 +877,16 @@ pub fn read_quantized(path: &Path) -> Result<Quantized> {
     Ok(Quantized {
         spec,
         shape,
-        data: data
-            .as_u8()
-            .with_context(|| format!("{}: tensor 'data'", path.display()))?
-            .to_vec(),
+        data: codes.to_vec(),
         scale: scale
-            .as_u8()
-            .with_context(|| format!("{}: tensor 'scale'", path.display()))?
+            .bytes_of(&[scale_dtype(format), DType::U8])
+            .with_context(|| {
+                format!(
+                    "{}: tensor 'scale' of a {} file",
+                    path.display(),
+                    format.name()
+                )
+            })?
             .to_vec(),
         tensor_scale,
     })

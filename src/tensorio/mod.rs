@@ -2,13 +2,17 @@
 //! weights and test vectors come in, for `fp4probe quantize` / `dequantize`.
 //!
 //! Only the element types those commands need are supported: F32, F16 and BF16 inputs (F64 too,
-//! numpy's default, which a caller narrows explicitly: see [`Tensor::to_f64_vec`]), U8 (packed
-//! FP4 codes and scales) and F32 outputs, and I32 for indices. Everything is held in memory as
-//! little-endian, row-major bytes, so a tensor read from either format can be written to the
-//! other unchanged.
+//! numpy's default, which a caller narrows explicitly: see [`Tensor::to_f64_vec`]); F4 (E2M1
+//! codes, two a byte), F8_E4M3 and F8_E8M0 (block scales), U8 and F32 outputs; I32 for indices.
+//! Everything is held in memory as little-endian, row-major bytes, so a tensor read from either
+//! format can be written to the other unchanged (the 4- and 8-bit float types exist in
+//! safetensors only: numpy has no dtype for them).
 //!
-//! Readers never trust the file: every length, offset and shape is checked before it is used,
-//! and errors name the file, the tensor and the field that is wrong. Writers build the file's
+//! `.safetensors` goes through the format's reference implementation, the `safetensors` crate
+//! (see the `safetensors` module). Readers never trust the file: every length, offset and shape
+//! is checked before it is used (no allocation is sized from a header before the file is known
+//! to hold that many bytes), and errors name the file, the tensor and the field that is wrong.
+//! Writers build the file's
 //! bytes ([`npy_to_bytes`], [`safetensors_to_bytes`]) and hand them to [`crate::outfile`], the
 //! one place that decides whether a path may be written: commands pass their own
 //! [`Outputs`](crate::outfile::Outputs) (their inputs, `--force`, the marker their files carry);
@@ -19,10 +23,10 @@
 mod npy;
 mod safetensors;
 
-pub use npy::{npy_from_bytes, npy_to_bytes, read_npy, write_npy};
-pub use safetensors::{
+pub use self::safetensors::{
     SafeTensors, read_safetensors, safetensors_from_bytes, safetensors_to_bytes, write_safetensors,
 };
+pub use npy::{npy_from_bytes, npy_to_bytes, read_npy, write_npy};
 
 use crate::outfile::{Ours, Outputs};
 use anyhow::{Context, Result, anyhow, bail, ensure};
@@ -38,30 +42,48 @@ pub enum DType {
     U8,
     I32,
     F64,
+    /// OCP E2M1 (FP4), two elements a byte: element 2i in bits 3..0, element 2i+1 in bits 7..4.
+    /// The shape counts elements, as safetensors' header does; PyTorch reads the tensor as
+    /// `float4_e2m1fn_x2` with the last dimension halved.
+    F4,
+    /// OCP E4M3 (`torch.float8_e4m3fn`): NVFP4's block scales.
+    F8E4M3,
+    /// OCP E8M0 (`torch.float8_e8m0fnu`), a power of two, 0xFF = NaN: MXFP4's block scales.
+    F8E8M0,
 }
 
 /// Every supported dtype, for listing in error messages and for tests.
-pub const ALL_DTYPES: [DType; 6] = [
+pub const ALL_DTYPES: [DType; 9] = [
     DType::F32,
     DType::F16,
     DType::BF16,
     DType::U8,
     DType::I32,
     DType::F64,
+    DType::F4,
+    DType::F8E4M3,
+    DType::F8E8M0,
 ];
 
 impl DType {
-    /// Bytes per element.
-    pub fn size(self) -> usize {
+    /// Bits per element.
+    pub fn bits(self) -> usize {
         match self {
-            DType::F64 => 8,
-            DType::F32 | DType::I32 => 4,
-            DType::F16 | DType::BF16 => 2,
-            DType::U8 => 1,
+            DType::F64 => 64,
+            DType::F32 | DType::I32 => 32,
+            DType::F16 | DType::BF16 => 16,
+            DType::U8 | DType::F8E4M3 | DType::F8E8M0 => 8,
+            DType::F4 => 4,
         }
     }
 
-    /// The name as safetensors spells it (`"F32"`, `"BF16"`, ...).
+    /// Bytes per element, rounded up to a whole byte: 1 for F4, whose elements share bytes in
+    /// pairs (lengths come from [`byte_len`], which counts bits).
+    pub fn size(self) -> usize {
+        self.bits().div_ceil(8)
+    }
+
+    /// The name as safetensors spells it (`"F32"`, `"BF16"`, `"F8_E4M3"`, ...).
     pub fn name(self) -> &'static str {
         match self {
             DType::F32 => "F32",
@@ -70,6 +92,24 @@ impl DType {
             DType::U8 => "U8",
             DType::I32 => "I32",
             DType::F64 => "F64",
+            DType::F4 => "F4",
+            DType::F8E4M3 => "F8_E4M3",
+            DType::F8E8M0 => "F8_E8M0",
+        }
+    }
+
+    /// The `torch` dtype PyTorch gives a tensor of this type read from safetensors.
+    pub fn torch_name(self) -> &'static str {
+        match self {
+            DType::F32 => "float32",
+            DType::F16 => "float16",
+            DType::BF16 => "bfloat16",
+            DType::U8 => "uint8",
+            DType::I32 => "int32",
+            DType::F64 => "float64",
+            DType::F4 => "float4_e2m1fn_x2",
+            DType::F8E4M3 => "float8_e4m3fn",
+            DType::F8E8M0 => "float8_e8m0fnu",
         }
     }
 
@@ -85,8 +125,8 @@ impl fmt::Display for DType {
     }
 }
 
-/// A dense tensor: `bytes` holds `numel() * dtype.size()` bytes, row-major (C order, last index
-/// fastest), each element little-endian.
+/// A dense tensor: `bytes` holds [`byte_len`]`(dtype, shape)` bytes, row-major (C order, last
+/// index fastest), each element little-endian (F4: two elements a byte, see [`DType::F4`]).
 ///
 /// The fields are public so callers can build and take apart tensors freely; the writers check
 /// that `bytes` has the length `shape` and `dtype` call for and refuse to write otherwise.
@@ -194,7 +234,7 @@ impl Tensor {
                 .collect(),
             DType::F16 => self.u16_iter().map(f16_bits_to_f32).collect(),
             DType::BF16 => self.u16_iter().map(bf16_bits_to_f32).collect(),
-            DType::U8 | DType::I32 => {
+            DType::U8 | DType::I32 | DType::F4 | DType::F8E4M3 | DType::F8E8M0 => {
                 bail!(
                     "{} tensor cannot be read as floats (need F32, F16 or BF16)",
                     self.dtype
@@ -225,11 +265,20 @@ impl Tensor {
 
     /// The bytes of a U8 tensor.
     pub fn as_u8(&self) -> Result<&[u8]> {
-        ensure!(
-            self.dtype == DType::U8,
-            "expected a U8 tensor, found {}",
-            self.dtype
-        );
+        self.bytes_of(&[DType::U8])
+    }
+
+    /// The raw bytes of a tensor whose dtype is one of `dtypes` (for the 4- and 8-bit types,
+    /// which are held and written as their bit patterns).
+    pub fn bytes_of(&self, dtypes: &[DType]) -> Result<&[u8]> {
+        if !dtypes.contains(&self.dtype) {
+            let names: Vec<&str> = dtypes.iter().map(|d| d.name()).collect();
+            bail!(
+                "expected a {} tensor, found {}",
+                names.join(" or "),
+                self.dtype
+            );
+        }
         self.check()?;
         Ok(&self.bytes)
     }
@@ -293,12 +342,18 @@ fn assert_numel(shape: &[usize], len: usize) {
 }
 
 /// Bytes needed for `shape` elements of `dtype`, with overflow reported instead of wrapping
-/// (a malicious header can claim any shape).
+/// (a malicious header can claim any shape). F4 elements come in pairs: an odd count does not
+/// fill whole bytes and is refused, as the reference implementation refuses it.
 pub fn byte_len(dtype: DType, shape: &[usize]) -> Result<usize> {
-    shape
+    let bits = shape
         .iter()
-        .try_fold(dtype.size(), |a, &d| a.checked_mul(d))
-        .ok_or_else(|| anyhow!("{dtype} {shape:?} overflows the address space"))
+        .try_fold(dtype.bits(), |a, &d| a.checked_mul(d))
+        .ok_or_else(|| anyhow!("{dtype} {shape:?} overflows the address space"))?;
+    ensure!(
+        bits % 8 == 0,
+        "{dtype} {shape:?} holds an odd number of 4-bit elements, which do not fill whole bytes"
+    );
+    Ok(bits / 8)
 }
 
 /// Widens IEEE binary16 bits to f32, exactly. Written out by hand (no `half` crate): normal

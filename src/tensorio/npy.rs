@@ -39,7 +39,9 @@ pub fn write_npy(path: &Path, t: &Tensor) -> Result<()> {
     write_plain(path, &bytes, "npy file")
 }
 
-/// The bytes of `t` as a `.npy` file (numpy's own layout, see the module docs).
+/// The bytes of `t` as a `.npy` file (numpy's own layout, see the module docs). F4, F8_E4M3 and
+/// F8_E8M0 are refused: numpy has no dtype for them, and ml_dtypes saves them as raw void bytes
+/// that do not say which format they hold.
 pub fn npy_to_bytes(t: &Tensor) -> Result<Vec<u8>> {
     t.check().context("refusing to write a malformed tensor")?;
     let mut out = npy_preamble(t.dtype, &t.shape).context("building the npy header")?;
@@ -473,15 +475,19 @@ fn describe(c: Option<char>) -> String {
 // ---------------------------------------------------------------------------------------------
 // Writing.
 
-fn descr_for(dtype: DType) -> &'static str {
-    match dtype {
+fn descr_for(dtype: DType) -> Result<&'static str> {
+    Ok(match dtype {
         DType::F32 => "<f4",
         DType::F64 => "<f8",
         DType::F16 => "<f2",
         DType::BF16 => "|V2",
         DType::U8 => "|u1",
         DType::I32 => "<i4",
-    }
+        DType::F4 | DType::F8E4M3 | DType::F8E8M0 => bail!(
+            "{dtype} has no numpy dtype (ml_dtypes saves it as untyped void bytes); write it to \
+             a .safetensors file, which names the type"
+        ),
+    })
 }
 
 /// Python's `repr` of a shape tuple: `()`, `(5,)`, `(3, 4)`.
@@ -500,7 +506,7 @@ fn shape_repr(shape: &[usize]) -> String {
 fn npy_preamble(dtype: DType, shape: &[usize]) -> Result<Vec<u8>> {
     let dict = format!(
         "{{'descr': '{}', 'fortran_order': False, 'shape': {}, }}",
-        descr_for(dtype),
+        descr_for(dtype)?,
         shape_repr(shape)
     );
     let padded_len = |len_bytes: usize| {

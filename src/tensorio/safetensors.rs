@@ -1,19 +1,32 @@
 //! The `.safetensors` format: an 8-byte little-endian header length N, N bytes of JSON
-//! (`{"name": {"dtype": "F32", "shape": [..], "data_offsets": [begin, end]}, ...,
-//! "__metadata__": {"key": "value"}}`), then the data buffer the offsets point into.
+//! (`{"__metadata__": {"key": "value"}, "name": {"dtype": "F32", "shape": [..],
+//! "data_offsets": [begin, end]}, ...}`), then the data buffer the offsets point into. Read and
+//! written through the format's reference implementation, the `safetensors` crate.
 //!
-//! The reader checks what the reference implementation checks, and says where a file breaks a
-//! rule: the header length against the file size, JSON syntax, dtypes, that each tensor's byte
-//! range matches its shape, that no name appears twice, and that the ranges tile the data buffer
-//! exactly (no gaps, no overlaps, nothing left over at the end).
+//! Reading: the reference reader decides whether a file is valid and where each tensor's bytes
+//! lie. It says *that* a file is broken but seldom where ("invalid offset for tensor", "incomplete
+//! metadata"), so the header is also parsed here, in file order, to
+//! - refuse what the reference lets through although only a broken writer makes it: a tensor or
+//!   `__metadata__` key given twice (JSON parsers keep the last one silently), a field the format
+//!   does not have, a header that is not a JSON object, a dtype a [`Tensor`] cannot hold;
+//! - when the reference refuses a file, say which tensor, field and byte range break which rule:
+//!   the header length against the file size, each tensor's byte range against its shape and
+//!   the buffer, and the tiling of the buffer (no gaps, no overlaps, nothing left over).
 //!
-//! The writer pads the header with spaces to a multiple of 8 bytes, like the reference
-//! implementation, so the data buffer starts aligned; tensors are laid out in the order given.
+//! Writing: the header holds the reference's own `TensorInfo` entries, in the reference writer's
+//! order (by dtype, widest first, so every tensor starts aligned; then by name), and
+//! `__metadata__` first, keys sorted: the reference writer takes metadata as a `HashMap`, whose
+//! order changes from run to run, and what fp4probe writes must be byte-identical run to run.
+//! The header is padded with spaces to a multiple of 8 bytes, as the reference pads it. Every
+//! file is read back through the reference reader before it is handed out.
 
 use super::{ALL_DTYPES, DType, Tensor, byte_len, write_plain};
+use ::safetensors::SafeTensors as Reference;
+use ::safetensors::tensor::{Dtype as RefDtype, Metadata, TensorInfo};
 use anyhow::{Context, Result, anyhow, bail, ensure};
-use serde::Deserialize;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
+use serde::ser::{SerializeMap, Serializer};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashSet};
 use std::fmt;
@@ -66,27 +79,63 @@ pub fn write_safetensors(
     write_plain(path, &bytes, "safetensors file")
 }
 
-/// The bytes of a safetensors file holding `tensors` (in this order) and `metadata` (omitted
-/// when empty). The metadata comes first in the header, so a marker in it lies near the top.
+/// The bytes of a safetensors file holding `tensors` and `metadata` (omitted when empty), laid
+/// out as the reference writer lays them out (see the module docs). The metadata comes first in
+/// the header, so a marker in it lies near the top.
 pub fn safetensors_to_bytes(
     tensors: &[(&str, &Tensor)],
     metadata: &BTreeMap<String, String>,
 ) -> Result<Vec<u8>> {
-    let header = build_header(tensors, metadata)?;
-    let data: usize = tensors.iter().map(|(_, t)| t.bytes.len()).sum();
+    let mut seen = HashSet::new();
+    for (name, t) in tensors {
+        ensure!(
+            *name != METADATA_KEY,
+            "a tensor cannot be called '{METADATA_KEY}'"
+        );
+        ensure!(seen.insert(*name), "tensor '{name}' given twice");
+        t.check()
+            .with_context(|| format!("tensor '{name}': refusing to write a malformed tensor"))?;
+    }
+    let mut ordered = tensors.to_vec();
+    ordered.sort_by(|(ln, lt), (rn, rt)| {
+        reference_dtype(rt.dtype)
+            .cmp(&reference_dtype(lt.dtype))
+            .then(ln.cmp(rn))
+    });
+    let header = build_header(&ordered, metadata)?;
+    let data: usize = ordered.iter().map(|(_, t)| t.bytes.len()).sum();
     let mut out = Vec::with_capacity(8 + header.len() + data);
     out.extend_from_slice(&(header.len() as u64).to_le_bytes());
     out.extend_from_slice(&header);
-    for (_, t) in tensors {
+    for (_, t) in &ordered {
         out.extend_from_slice(&t.bytes);
     }
+    Reference::read_metadata(&out).map_err(|e| {
+        anyhow!("internal error: the safetensors reference reader refuses the file built here: {e}")
+    })?;
     Ok(out)
+}
+
+/// The reference crate's name for a dtype.
+fn reference_dtype(d: DType) -> RefDtype {
+    match d {
+        DType::F32 => RefDtype::F32,
+        DType::F16 => RefDtype::F16,
+        DType::BF16 => RefDtype::BF16,
+        DType::U8 => RefDtype::U8,
+        DType::I32 => RefDtype::I32,
+        DType::F64 => RefDtype::F64,
+        DType::F4 => RefDtype::F4,
+        DType::F8E4M3 => RefDtype::F8_E4M3,
+        DType::F8E8M0 => RefDtype::F8_E8M0,
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
 // Reading.
 
-/// One tensor's header entry, validated against its own shape but not yet against the others.
+/// One tensor's header entry as the file gives it: its fields are checked when parsed, its byte
+/// range only to explain why the reference reader refused the file.
 struct Entry {
     name: String,
     dtype: DType,
@@ -115,28 +164,67 @@ pub fn safetensors_from_bytes(data: &[u8]) -> Result<SafeTensors> {
             seen.insert(key.clone()),
             "tensor '{key}' appears twice in the header"
         );
-        let entry = parse_entry(key, fields)?;
-        check_entry(&entry, buffer.len())?;
-        entries.push(entry);
+        entries.push(parse_entry(key, fields)?);
     }
+    let (n, reference) =
+        Reference::read_metadata(data).map_err(|e| explain(&mut entries, buffer.len(), e))?;
+    let buffer = &data[8 + n..];
+    // File order: by byte range, and tensors of no bytes that share an offset in header order
+    // (the reference's own order among those comes from a hash map, so it changes run to run).
     entries.sort_by_key(|e| (e.begin, e.end));
-    check_tiling(&entries, buffer.len())?;
     let tensors = entries
         .into_iter()
-        .map(|e| {
-            let bytes = buffer[e.begin..e.end].to_vec();
-            let t = Tensor {
-                dtype: e.dtype,
-                shape: e.shape,
-                bytes,
-            };
-            (e.name, t)
-        })
-        .collect();
+        .map(|e| tensor_of(&reference, buffer, e.name))
+        .collect::<Result<_>>()?;
     Ok(SafeTensors {
         tensors,
         metadata: metadata.unwrap_or_default(),
     })
+}
+
+/// One tensor as the reference reader found it: dtype, shape and bytes.
+fn tensor_of(reference: &Metadata, buffer: &[u8], name: String) -> Result<(String, Tensor)> {
+    let info = reference.info(&name).ok_or_else(|| {
+        anyhow!(
+            "internal error: the reference reader lists tensor '{name}' but has no entry for it"
+        )
+    })?;
+    let dtype = ALL_DTYPES
+        .into_iter()
+        .find(|&d| reference_dtype(d) == info.dtype)
+        .ok_or_else(|| anyhow!("tensor '{name}': unsupported dtype {}", info.dtype))?;
+    let (begin, end) = info.data_offsets;
+    let bytes = buffer.get(begin..end).ok_or_else(|| {
+        anyhow!(
+            "internal error: the reference reader places tensor '{name}' at [{begin}, {end}), \
+             outside the {}-byte data buffer",
+            buffer.len()
+        )
+    })?;
+    let t = Tensor::new(dtype, info.shape.clone(), bytes.to_vec())
+        .with_context(|| format!("tensor '{name}'"))?;
+    Ok((name, t))
+}
+
+/// Why the reference reader refused a file whose header parsed here: the first entry that breaks
+/// a rule on its own, else the first gap or overlap in the buffer, each with the reference
+/// reader's own words; those alone when nothing here names the place.
+fn explain(
+    entries: &mut [Entry],
+    buffer_len: usize,
+    e: ::safetensors::SafeTensorError,
+) -> anyhow::Error {
+    let located = entries
+        .iter()
+        .try_for_each(|entry| check_entry(entry, buffer_len))
+        .and_then(|()| {
+            entries.sort_by_key(|e| (e.begin, e.end));
+            check_tiling(entries, buffer_len)
+        });
+    match located {
+        Err(why) => anyhow!("{why:#} (the safetensors reference reader: {e})"),
+        Ok(()) => anyhow!("the safetensors reference reader refuses the file: {e}"),
+    }
 }
 
 /// A JSON object's entries in file order, duplicates kept (serde_json's own map would silently
@@ -348,45 +436,94 @@ fn check_tiling(sorted: &[Entry], buffer_len: usize) -> Result<()> {
 // ---------------------------------------------------------------------------------------------
 // Writing.
 
-/// The JSON header, `__metadata__` first (like the reference writer), padded with spaces to a
-/// multiple of 8 bytes.
+/// The JSON header: `__metadata__` first (keys sorted), then each tensor's reference
+/// `TensorInfo` in the order given, padded with spaces to a multiple of 8 bytes.
 fn build_header(
     tensors: &[(&str, &Tensor)],
     metadata: &BTreeMap<String, String>,
 ) -> Result<Vec<u8>> {
-    let mut fields = Vec::new();
-    if !metadata.is_empty() {
-        fields.push(format!(
-            "{}:{}",
-            json_str(METADATA_KEY),
-            serde_json::to_string(metadata)?
-        ));
-    }
-    let mut seen = HashSet::new();
+    let mut entries = Vec::with_capacity(tensors.len());
     let mut offset = 0usize;
     for (name, t) in tensors {
-        ensure!(
-            *name != METADATA_KEY,
-            "a tensor cannot be called '{METADATA_KEY}'"
-        );
-        ensure!(seen.insert(*name), "tensor '{name}' given twice");
-        t.check()
-            .with_context(|| format!("tensor '{name}': refusing to write a malformed tensor"))?;
         let end = offset + t.bytes.len();
-        fields.push(format!(
-            "{}:{{\"dtype\":\"{}\",\"shape\":{},\"data_offsets\":[{offset},{end}]}}",
-            json_str(name),
-            t.dtype.name(),
-            serde_json::to_string(&t.shape)?
-        ));
+        let info = TensorInfo {
+            dtype: reference_dtype(t.dtype),
+            shape: t.shape.clone(),
+            data_offsets: (offset, end),
+        };
+        entries.push((*name, info));
         offset = end;
     }
-    let mut header = format!("{{{}}}", fields.join(",")).into_bytes();
-    let padded = header.len().div_ceil(8) * 8;
-    header.resize(padded, b' ');
+    let mut header = serde_json::to_vec(&HeaderOut { metadata, entries })?;
+    header.resize(header.len().next_multiple_of(8), b' ');
+    ensure!(
+        header.len() as u64 <= MAX_HEADER,
+        "the header would be {} bytes, over the format's {MAX_HEADER}-byte limit",
+        header.len()
+    );
     Ok(header)
 }
 
-fn json_str(s: &str) -> String {
-    Value::String(s.to_string()).to_string()
+/// A header as written: one JSON object, `__metadata__` (when not empty) first.
+struct HeaderOut<'a> {
+    metadata: &'a BTreeMap<String, String>,
+    entries: Vec<(&'a str, TensorInfo)>,
+}
+
+impl Serialize for HeaderOut<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        let with_meta = !self.metadata.is_empty();
+        let mut map = s.serialize_map(Some(self.entries.len() + usize::from(with_meta)))?;
+        if with_meta {
+            map.serialize_entry(METADATA_KEY, self.metadata)?;
+        }
+        for (name, info) in &self.entries {
+            map.serialize_entry(name, info)?;
+        }
+        map.end()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dtype_names_are_the_reference_names() {
+        for d in ALL_DTYPES {
+            assert_eq!(reference_dtype(d).to_string(), d.name());
+            assert_eq!(reference_dtype(d).bitsize(), d.bits());
+        }
+    }
+
+    #[test]
+    fn a_refusal_nothing_here_locates_keeps_the_reference_words() {
+        let mut entries = vec![Entry {
+            name: "w".into(),
+            dtype: DType::F32,
+            shape: vec![1],
+            begin: 0,
+            end: 4,
+        }];
+        let e = explain(
+            &mut entries,
+            4,
+            ::safetensors::SafeTensorError::MetadataIncompleteBuffer,
+        );
+        assert_eq!(
+            format!("{e:#}"),
+            "the safetensors reference reader refuses the file: incomplete metadata, file not \
+             fully covered"
+        );
+        let e = explain(
+            &mut entries,
+            8,
+            ::safetensors::SafeTensorError::MetadataIncompleteBuffer,
+        );
+        assert_eq!(
+            format!("{e:#}"),
+            "gap: data bytes [4, 8) at the end of the data buffer belong to no tensor (the \
+             safetensors reference reader: incomplete metadata, file not fully covered)"
+        );
+    }
 }

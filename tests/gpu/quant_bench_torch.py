@@ -332,9 +332,11 @@ def compiled(fn):
 # safetensors, written and read by hand (no safetensors package needed)
 # --------------------------------------------------------------------------
 
-# safetensors dtype -> numpy dtype string (little endian; BF16 kept as raw uint16 bits).
+# safetensors dtype -> numpy dtype string (little endian; BF16 kept as raw uint16 bits; the
+# 4- and 8-bit floats as their raw bytes: F4 packs two elements a byte).
 _ST_DTYPES = {"U8": "u1", "F32": "<f4", "BF16": "<u2", "F16": "<f2",
-              "I32": "<i4", "U16": "<u2", "I8": "i1", "F8_E4M3": "u1"}
+              "I32": "<i4", "U16": "<u2", "I8": "i1", "F8_E4M3": "u1", "F8_E8M0": "u1",
+              "F4": "u1"}
 
 
 def tensor_to_st_bytes(x: torch.Tensor):
@@ -400,6 +402,10 @@ def read_safetensors(path):
             raise ValueError(f"{path}: tensor {name} runs past the end of the file")
         arr = np.frombuffer(buf[base + a:base + b], dtype=np.dtype(_ST_DTYPES[dt]))
         shape = tuple(meta["shape"])
+        if dt == "F4":  # the header counts 4-bit elements; the bytes hold them in pairs
+            if not shape or shape[-1] % 2:
+                raise ValueError(f"{path}: tensor {name}: F4 shape {shape} has no even last axis")
+            shape = shape[:-1] + (shape[-1] // 2,)
         if int(np.prod(shape, dtype=np.int64)) != arr.size:
             raise ValueError(f"{path}: tensor {name}: shape {shape} does not match {arr.size} elements")
         out[name] = (dt, shape, arr.reshape(shape))
@@ -555,8 +561,10 @@ def run_check(args):
                     try:
                         st = read_safetensors(out_path)
                         probe = {n: arr.reshape(-1).view(np.uint8) for n, (dt, shp, arr) in st.items()}
+                        want = {"data": "F4", "tensor_scale": "F32",
+                                "scale": "F8_E8M0" if fmt.startswith("mxfp4") else "F8_E4M3"}
                         for n in names:
-                            if n in st and st[n][0] != ("F32" if n == "tensor_scale" else "U8"):
+                            if n in st and st[n][0] != want[n]:
                                 details.append(f"[{dname} {fmt}] fp4probe tensor {n} has dtype {st[n][0]}")
                     except Exception as e:
                         run_fail = True

@@ -3,8 +3,9 @@
 # Binaries built on the dev machine are carried in .dev/bin: fp4probe and the gpu_quant test
 # binary from
 # `cargo test --release --no-run`. Results go to $OUT.
-#   part 1: GPU tests (kernels = vectors = CPU reference), fp4probe quant-bench, torch selftest
-#           and the torch-vs-fp4probe byte check
+#   part 1: GPU tests (kernels = vectors = CPU reference), fp4probe quant-bench, torch selftest,
+#           the torch-vs-fp4probe byte check, and torch reading fp4probe's files as its
+#           FP4/FP8 dtypes (quant_torch_dtypes.py)
 #   part all: both
 #   part 2: the torch bench (eager, torch.compile), merge into reports/sm_90/quant-bench.csv,
 #           compute-sanitizer
@@ -26,6 +27,8 @@ if [ "$PART" = 1 ] || [ "$PART" = all ]; then
   echo "== torch selftest and byte check against fp4probe"
   python3 tests/gpu/quant_bench_torch.py selftest 2>&1 | tail -6
   python3 tests/gpu/quant_bench_torch.py check --fp4probe $B/fp4probe --workdir /tmp/qcheck 2>&1 | tail -25; echo "check rc=$?"
+  echo "== torch loads fp4probe's files as float4_e2m1fn_x2 / float8_*, dequantizes them as fp4probe does"
+  python3 tests/gpu/quant_torch_dtypes.py --fp4probe $B/fp4probe --workdir /tmp/qdtypes 2>&1 | tail -40; echo "dtypes rc=${PIPESTATUS[0]}"
 fi
 if [ "$PART" = 2 ] || [ "$PART" = all ]; then
   echo "== torch bench"

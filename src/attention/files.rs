@@ -1,0 +1,213 @@
+//! Q, K and V for the kernel from files `fp4probe quantize` wrote: the on-disk form of the
+//! kernel's FP4 operands (docs/file-formats.md, "Attention inputs").
+//!
+//! Q [B,H,Sq,D] and K [B,H,Sk,D] are quantized as they are, blocks along D. V is quantized
+//! transposed, V^T [B,H,D,Skp] with the keys zero-padded to Skp = Sk rounded up to 32, because
+//! the kernel's P·V reduces over the keys and its V blocks must run along them: exactly what
+//! [`prequantize`](super::prequantize) builds from f32 inputs, so the bytes of a file and of
+//! `prequantize` agree whenever the quantizer's settings do (MXFP4 floor, two-level NVFP4).
+//! Any MXFP4 scale rule and one-level NVFP4 also load: the kernel reads scale bytes and does not
+//! care how they were chosen.
+
+use super::prequant::QuantizedQkv;
+use super::shape::AttnShape;
+use crate::quant::{Format, Quantized};
+use anyhow::{Context, Result, bail, ensure};
+
+/// The kernel's operands from the quantized Q, K and V^T (as `read_quantized` returns them, in
+/// any scale layout: the kernel takes row-major scales),
+/// checked against each other: one format, the shapes above, a supported head_dim, zero codes in
+/// V^T's padding keys and no NaN block scale (attention inputs must be finite).
+pub fn qkv_from_quantized(
+    q: &Quantized,
+    k: &Quantized,
+    vt: &Quantized,
+    causal: bool,
+) -> Result<QuantizedQkv> {
+    let format = q.spec.format;
+    for (name, t) in [("Q", q), ("K", k), ("V", vt)] {
+        let numel = t.shape.iter().product::<usize>();
+        ensure!(
+            t.data.len() * 2 == numel && t.linear_scales().len() * t.spec.block() == numel,
+            "{name}: {} code bytes and {} scales do not fit shape {:?}",
+            t.data.len(),
+            t.linear_scales().len(),
+            t.shape
+        );
+    }
+    for (name, t) in [("K", k), ("V", vt)] {
+        ensure!(
+            t.spec.format == format,
+            "{name} is {}, Q is {}: Q, K and V must share one format",
+            t.spec.format.name(),
+            format.name()
+        );
+    }
+    let [b, h, sq, d] = axes("Q", "[B, H, Sq, D]", &q.shape)?;
+    let [kb, kh, sk, kd] = axes("K", "[B, H, Sk, D]", &k.shape)?;
+    ensure!(
+        [kb, kh, kd] == [b, h, d],
+        "K is {:?}, Q is {:?}: K must be [B, H, Sk, D] with Q's B, H and D",
+        k.shape,
+        q.shape
+    );
+    let shape = AttnShape::new(b, h, sq, sk, d, causal).context("Q and K")?;
+    let skp = shape.seq_k_padded();
+    ensure!(
+        vt.shape == [b, h, d, skp],
+        "V is {:?}: V must be stored transposed, [B, H, D, Skp] = [{b}, {h}, {d}, {skp}] (Skp = \
+         Sk = {sk} rounded up to 32, the padding keys zero), as `fp4probe quantize` writes V^T",
+        vt.shape
+    );
+    check_padding_zero(vt, sk, skp)?;
+    for (name, t) in [("Q", q), ("K", k), ("V", vt)] {
+        check_no_nan_scale(name, t)?;
+    }
+    let ts = |t: &Quantized| t.tensor_scale.unwrap_or(1.0);
+    Ok(QuantizedQkv {
+        shape,
+        format,
+        q_tensor_scale: ts(q),
+        k_tensor_scale: ts(k),
+        v_tensor_scale: ts(vt),
+        q_data: q.data.clone(),
+        q_scale: q.linear_scales().into_owned(),
+        k_data: k.data.clone(),
+        k_scale: k.linear_scales().into_owned(),
+        v_data: vt.data.clone(),
+        v_scale: vt.linear_scales().into_owned(),
+    })
+}
+
+/// The four axes of a tensor that must have four.
+fn axes(name: &str, what: &str, shape: &[usize]) -> Result<[usize; 4]> {
+    shape.try_into().map_err(|_| {
+        anyhow::anyhow!(
+            "{name} is {shape:?}: attention reads {what}, {} axes given",
+            shape.len()
+        )
+    })
+}
+
+/// V^T's keys Sk..Skp are padding: the kernel runs them through P·V with P = 0, so their codes
+/// must be zero (±0) for the result not to depend on them.
+fn check_padding_zero(vt: &Quantized, sk: usize, skp: usize) -> Result<()> {
+    if sk == skp {
+        return Ok(());
+    }
+    for (row, bytes) in vt.data.chunks(skp / 2).enumerate() {
+        for key in sk..skp {
+            let code = (bytes[key / 2] >> (4 * (key % 2))) & 0x7;
+            if code != 0 {
+                bail!(
+                    "V: row {row} of V^T holds a nonzero code at padding key {key} (Sk = {sk}, \
+                     padded to {skp}): pad V^T with zeros"
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A NaN block scale (E8M0 0xFF, E4M3 0x7F/0xFF) marks a block that held NaN or Inf.
+fn check_no_nan_scale(name: &str, t: &Quantized) -> Result<()> {
+    let is_nan = |s: u8| match t.spec.format {
+        Format::Mxfp4 => s == 0xff,
+        Format::Nvfp4 => s & 0x7f == 0x7f,
+    };
+    if let Some(i) = t.linear_scales().iter().position(|&s| is_nan(s)) {
+        bail!(
+            "{name}: block {i} has the NaN scale (its input held NaN or Inf): attention \
+             inputs must be finite"
+        );
+    }
+    if let Some(s) = t.tensor_scale.filter(|s| !s.is_finite() || *s <= 0.0) {
+        bail!("{name}: tensor scale {s} is not a positive finite number");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::attention::prequant::{prequantize, qkv_spec, transpose_pad_v};
+    use crate::attention::{exact_qkv, gaussian};
+    use crate::quant::{self, NvLevels, ScaleMode, Spec};
+
+    fn quantized(spec: &Spec, shape: &[usize], x: &[f32]) -> Quantized {
+        quant::quantize(spec, shape, x).unwrap().0
+    }
+
+    /// What `fp4probe quantize` makes of Q, K and V^T is what `prequantize` makes of Q, K, V.
+    #[test]
+    fn quantized_files_give_prequantize_bytes() {
+        for format in [Format::Mxfp4, Format::Nvfp4] {
+            let s = AttnShape::new(2, 3, 17, 45, 64, true).unwrap();
+            let (q, k, v) = (
+                gaussian(s.q_len(), 1),
+                gaussian(s.kv_len(), 2),
+                gaussian(s.kv_len(), 3),
+            );
+            let want = prequantize(&s, &q, &k, &v, false, format).unwrap();
+            let spec = qkv_spec(format);
+            let got = qkv_from_quantized(
+                &quantized(&spec, &[2, 3, 17, 64], &q),
+                &quantized(&spec, &[2, 3, 45, 64], &k),
+                &quantized(&spec, &[2, 3, 64, 64], &transpose_pad_v(&s, &v)),
+                true,
+            )
+            .unwrap();
+            assert_eq!(got, want, "{format:?}");
+        }
+    }
+
+    #[test]
+    fn mismatches_are_refused_naming_the_operand() {
+        let s = AttnShape::new(1, 2, 8, 40, 64, false).unwrap();
+        let (q, k, v) = exact_qkv(&s, 5);
+        let mx = Spec::mxfp4(ScaleMode::Floor);
+        let nv = Spec::nvfp4(NvLevels::TwoLevel);
+        let qq = quantized(&mx, &[1, 2, 8, 64], &q);
+        let kk = quantized(&mx, &[1, 2, 40, 64], &k);
+        let vt = transpose_pad_v(&s, &v);
+        let vv = quantized(&mx, &[1, 2, 64, 64], &vt);
+        assert!(qkv_from_quantized(&qq, &kk, &vv, false).is_ok());
+        let err = |q: &Quantized, k: &Quantized, v: &Quantized| {
+            format!("{:#}", qkv_from_quantized(q, k, v, false).unwrap_err())
+        };
+        let nv_k = quantized(&nv, &[1, 2, 40, 64], &k);
+        assert_eq!(
+            err(&qq, &nv_k, &vv),
+            "K is nvfp4, Q is mxfp4: Q, K and V must share one format"
+        );
+        let k3 = quantized(&mx, &[2, 40, 64], &k);
+        assert_eq!(
+            err(&qq, &k3, &vv),
+            "K is [2, 40, 64]: attention reads [B, H, Sk, D], 3 axes given"
+        );
+        let k_heads = quantized(&mx, &[1, 1, 80, 64], &k);
+        assert!(err(&qq, &k_heads, &vv).starts_with("K is [1, 1, 80, 64], Q is [1, 2, 8, 64]"));
+        let v_plain = quantized(&mx, &[1, 2, 40, 64], &v);
+        assert!(err(&qq, &kk, &v_plain).starts_with(
+            "V is [1, 2, 40, 64]: V must be stored transposed, [B, H, D, Skp] = [1, 2, 64, 64]"
+        ));
+        let mut dirty = vt.clone();
+        dirty[64 * 3 + 50] = 1.0; // head 0, channel 3, padding key 50
+        let v_dirty = quantized(&mx, &[1, 2, 64, 64], &dirty);
+        assert_eq!(
+            err(&qq, &kk, &v_dirty),
+            "V: row 3 of V^T holds a nonzero code at padding key 50 (Sk = 40, padded to 64): \
+             pad V^T with zeros"
+        );
+        let mut nan_q = q.clone();
+        nan_q[70] = f32::NAN;
+        let q_nan = quantized(&mx, &[1, 2, 8, 64], &nan_q);
+        assert_eq!(
+            err(&q_nan, &kk, &vv),
+            "Q: block 2 has the NaN scale (its input held NaN or Inf): attention inputs must \
+             be finite"
+        );
+        let q_d = quantized(&mx, &[1, 2, 4, 128], &q);
+        assert!(err(&q_d, &kk, &vv).starts_with("K is [1, 2, 40, 64], Q is [1, 2, 4, 128]"));
+    }
+}
