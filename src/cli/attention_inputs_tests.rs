@@ -1,7 +1,7 @@
 //! `fp4probe quantize` output is the attention kernel's input: Q, K and V^T quantized through
 //! the command line, read back as `dequantize` reads them, give the bytes `prequantize` gives.
 
-use super::quantize::read_quantized;
+use super::dequantize::read_quantized;
 use super::{Cli, run};
 use crate::attention::prequant::transpose_pad_v;
 use crate::attention::{AttnShape, gaussian, prequantize, qkv_from_quantized};

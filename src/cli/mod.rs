@@ -7,6 +7,7 @@ mod bench;
 mod catalog;
 mod codegen;
 mod container;
+mod dequantize;
 mod fragment;
 mod limits;
 mod lookup;
@@ -118,7 +119,7 @@ pub enum Command {
     /// the CPU reference (identical bytes).
     Quantize(quantize::QuantizeArgs),
     /// Read a quantized file back to f32 (.npy or .safetensors).
-    Dequantize(quantize::DequantizeArgs),
+    Dequantize(dequantize::DequantizeArgs),
     /// Throughput of the quantization kernels against the device copy bandwidth (GPU only),
     /// each output checked against the CPU reference; and the optimal-scale search's gain.
     QuantBench(quant_bench::Args),
@@ -151,7 +152,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Wgmma(a) => wgmma::run(a),
         Command::Attention(a) => attention::run(a),
         Command::Quantize(a) => quantize::run_quantize(a),
-        Command::Dequantize(a) => quantize::run_dequantize(a),
+        Command::Dequantize(a) => dequantize::run_dequantize(a),
         Command::QuantBench(a) => quant_bench::run(a),
         Command::View(a) => view::run_cmd(a),
     }

@@ -1,5 +1,6 @@
-//! `fp4probe quantize` and `fp4probe dequantize`: MXFP4 / NVFP4 tensors in and out of
-//! `.npy` / `.safetensors` files, on the CPU reference or the CUDA kernels.
+//! `fp4probe quantize`: MXFP4 / NVFP4 tensors from `.npy` / `.safetensors` files, on the CPU
+//! reference or the CUDA kernels, and the output rules `fp4probe dequantize` (`super::dequantize`)
+//! shares.
 //!
 //! Neither command destroys a file or loses data silently. Every option, file name and output
 //! is checked before a device is opened or the input is read; outputs go through
@@ -19,7 +20,7 @@ use crate::quant::{
     Spec, container_bytes,
 };
 use crate::tensorio::{self, DType, Tensor};
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use clap::ValueEnum;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -124,58 +125,29 @@ pub struct QuantizeArgs {
     pub force: bool,
 }
 
-/// Read a quantized safetensors file back to f32 and write it as .npy (or .safetensors).
-#[derive(clap::Args, Debug)]
-#[command(
-    after_help = "Output safety (refusals exit with status 2 and write nothing):
-  --output is .npy or .safetensors, chosen by its extension; anything else is refused.
-  It is refused when it is the input file (never overridden), a symbolic link, FIFO, device
-  node or read-only file, an existing .safetensors fp4probe did not write (its metadata lacks
-  producer \"fp4probe ...\"), or any existing .npy: a .npy file has no room for a mark of who
-  wrote it, so only --force replaces one. --force writes anyway, through links, FIFOs and
-  devices, never replacing them. Regular files are replaced atomically.
-
-Examples:
-  fp4probe dequantize --input q.safetensors --output x.npy
-  fp4probe dequantize --input q.safetensors --output x.safetensors   (tensor x; replaced on reruns)"
-)]
-pub struct DequantizeArgs {
-    /// A file written by `fp4probe quantize` (or any file with the same tensors; the format is
-    /// then inferred from the block size: 32 → mxfp4, 16 → nvfp4).
-    #[arg(long)]
-    pub input: PathBuf,
-    /// Output: .npy, or .safetensors (tensor `x`).
-    #[arg(long)]
-    pub output: PathBuf,
-    /// Write an output that is a link, FIFO, device, read-only file, an existing .npy, or a
-    /// .safetensors fp4probe did not write (never over the input itself).
-    #[arg(long)]
-    pub force: bool,
-}
-
 /// Text every safetensors file these commands write holds in its metadata (which comes first in
 /// the JSON header): the mark that lets them replace their own files and no one else's.
 pub const PRODUCER_MARKER: &str = "\"producer\":\"fp4probe ";
 
 /// Safetensors outputs: replaceable when they carry [`PRODUCER_MARKER`].
-const SAFETENSORS_OURS: Ours<'static> = Ours::marked(PRODUCER_MARKER);
+pub(super) const SAFETENSORS_OURS: Ours<'static> = Ours::marked(PRODUCER_MARKER);
 
-/// `.npy` outputs carry no mark; [`check_dequantize_output`] refuses every existing one unless
+/// `.npy` outputs carry no mark; `dequantize::check_dequantize_output` refuses every existing one unless
 /// forced, so the marker check itself accepts any file.
-const NPY_OURS: Ours<'static> = Ours::any();
+pub(super) const NPY_OURS: Ours<'static> = Ours::any();
 
-fn producer() -> String {
+pub(super) fn producer() -> String {
     format!("fp4probe {}", env!("CARGO_PKG_VERSION"))
 }
 
 /// The tensor file kinds, by extension (any case, as the reader takes them).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum FileKind {
+pub(super) enum FileKind {
     Npy,
     Safetensors,
 }
 
-fn file_kind(path: &Path) -> Option<FileKind> {
+pub(super) fn file_kind(path: &Path) -> Option<FileKind> {
     match path
         .extension()
         .and_then(|e| e.to_str())
@@ -189,7 +161,7 @@ fn file_kind(path: &Path) -> Option<FileKind> {
 }
 
 /// The folder an output goes into must exist: found now rather than after the work.
-fn check_output_folder(path: &Path) -> Result<()> {
+pub(super) fn check_output_folder(path: &Path) -> Result<()> {
     if let Some(dir) = path.parent()
         && !dir.as_os_str().is_empty()
         && !dir.is_dir()
@@ -214,37 +186,6 @@ fn check_quantize_output(outputs: &Outputs, path: &Path) -> Result<()> {
         );
     }
     check_output_folder(path)
-}
-
-/// Whether dequantize may write `path`, and as what: the file rules of `outputs`, the
-/// extension, and no existing `.npy` replaced unless forced.
-fn check_dequantize_output(outputs: &Outputs, path: &Path) -> Result<FileKind> {
-    let kind = file_kind(path);
-    let ours = match kind {
-        Some(FileKind::Npy) => NPY_OURS,
-        _ => SAFETENSORS_OURS,
-    };
-    outputs.check(path, ours)?;
-    let Some(kind) = kind else {
-        bail!(
-            "--output {}: dequantize writes .npy or .safetensors, chosen by the extension; name \
-             the output with one of those",
-            path.display()
-        );
-    };
-    if kind == FileKind::Npy
-        && !outputs.force()
-        && std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file())
-    {
-        bail!(
-            "{} exists, and a .npy file carries no mark of who wrote it; refusing to overwrite \
-             it (--force overwrites it, or name another output; a .safetensors output carries \
-             fp4probe's mark and is replaced on later runs)",
-            path.display()
-        );
-    }
-    check_output_folder(path)?;
-    Ok(kind)
 }
 
 impl QuantizeArgs {
@@ -771,171 +712,4 @@ fn report_health(h: &Health, spec: &Spec, a: &QuantizeArgs) -> Result<()> {
         eprintln!("warning: {what}; writing it because of --force");
     }
     Ok(())
-}
-
-/// Rebuild a `Quantized` from a file's tensors and metadata.
-pub fn read_quantized(path: &Path) -> Result<Quantized> {
-    let st = tensorio::read_safetensors(path)?;
-    let get = |name: &str| {
-        st.get(name).with_context(|| {
-            let names: Vec<&str> = st.tensors.iter().map(|(n, _)| n.as_str()).collect();
-            format!(
-                "{}: no tensor '{name}' (has {names:?}); is it a file from fp4probe quantize?",
-                path.display()
-            )
-        })
-    };
-    let data = get("data")?;
-    let scale = get("scale")?;
-    let codes = data
-        .bytes_of(&[DType::F4, DType::U8])
-        .with_context(|| format!("{}: tensor 'data'", path.display()))?;
-    let (Some(&last), Some(_)) = (data.shape.last(), scale.shape.last()) else {
-        bail!(
-            "{}: 'data' and 'scale' must have at least one axis",
-            path.display()
-        );
-    };
-    // F4 counts codes; U8 [..., K/2] (files without F4, as tests/vectors/quant) counts bytes.
-    let k = match data.dtype {
-        DType::F4 if last % 2 == 0 => last,
-        DType::F4 => bail!(
-            "{}: F4 'data' has rows of {last} codes, an odd number: rows must fill whole bytes",
-            path.display()
-        ),
-        _ => last * 2,
-    };
-    // A tiled file's scales are checked against its data (in the packed [..., K/2] shape the
-    // layouts are defined on) here; the checks below then see the row-major scale shape they
-    // stand for.
-    let mut packed_shape = data.shape.clone();
-    *packed_shape.last_mut().expect("checked above") = k / 2;
-    let (layout, scale_rows_shape) =
-        ScaleGrid::of_metadata(&st.metadata, &packed_shape, &scale.shape)
-            .with_context(|| path.display().to_string())?;
-    let Some(&blocks) = scale_rows_shape.last() else {
-        bail!("{}: 'scale' must have at least one axis", path.display());
-    };
-    if data.shape[..data.shape.len() - 1]
-        != scale_rows_shape[..scale_rows_shape.len().saturating_sub(1)]
-        || blocks == 0
-    {
-        bail!(
-            "{}: 'data' {:?} and 'scale' {:?} do not describe the same rows",
-            path.display(),
-            data.shape,
-            scale.shape
-        );
-    }
-    let block = k / blocks;
-    if block * blocks != k {
-        bail!(
-            "{}: {k} elements a row do not split into {blocks} blocks",
-            path.display()
-        );
-    }
-    let format = match (st.metadata.get("format").map(String::as_str), block) {
-        (Some("mxfp4"), 32) | (None, 32) => Format::Mxfp4,
-        (Some("nvfp4"), 16) | (None, 16) => Format::Nvfp4,
-        (f, b) => bail!(
-            "{}: format {f:?} with block size {b} is not mxfp4 (32) or nvfp4 (16)",
-            path.display()
-        ),
-    };
-    let tensor_scale = match st.get("tensor_scale") {
-        Some(t) if format == Format::Nvfp4 => {
-            let v = t
-                .to_f32_vec()
-                .with_context(|| format!("{}: tensor 'tensor_scale'", path.display()))?;
-            let [s] = v[..] else {
-                bail!(
-                    "{}: 'tensor_scale' must hold one value, has {}",
-                    path.display(),
-                    v.len()
-                )
-            };
-            Some(s)
-        }
-        Some(_) => bail!("{}: an mxfp4 file has no 'tensor_scale'", path.display()),
-        None => None,
-    };
-    let mut spec = match format {
-        Format::Mxfp4 => Spec::mxfp4(ScaleMode::Floor),
-        Format::Nvfp4 if tensor_scale.is_some() => Spec::nvfp4(NvLevels::TwoLevel),
-        Format::Nvfp4 => Spec::nvfp4(NvLevels::OneLevel),
-    };
-    if let Some(m) = st
-        .metadata
-        .get("scale_mode")
-        .and_then(|m| ScaleMode::from_str(m, true).ok())
-    {
-        spec.scale_mode = m;
-    }
-    spec.scale_layout = layout;
-    let mut shape = data.shape.clone();
-    *shape.last_mut().expect("checked above") = k;
-    Ok(Quantized {
-        spec,
-        shape,
-        data: codes.to_vec(),
-        scale: scale
-            .bytes_of(&[scale_dtype(format), DType::U8])
-            .with_context(|| {
-                format!(
-                    "{}: tensor 'scale' of a {} file",
-                    path.display(),
-                    format.name()
-                )
-            })?
-            .to_vec(),
-        tensor_scale,
-    })
-}
-
-pub fn run_dequantize(a: DequantizeArgs) -> Result<ExitCode> {
-    let outputs = Outputs::new(a.force).input(&a.input);
-    let kind = check_dequantize_output(&outputs, &a.output)?;
-    let q = read_quantized(&a.input)?;
-    let x = quant::dequantize(&q);
-    let nan_blocks = x
-        .chunks(q.spec.block())
-        .filter(|b| b.iter().any(|v| v.is_nan()))
-        .count();
-    if nan_blocks > 0 {
-        eprintln!(
-            "note: {nan_blocks} of {} blocks have the NaN scale (NaN or Inf where they were \
-             quantized): their {} elements are NaN in {}",
-            q.scale.len(),
-            nan_blocks * q.spec.block(),
-            a.output.display()
-        );
-    }
-    let t = Tensor::from_f32(q.shape.clone(), &x);
-    let (bytes, ours) = match kind {
-        FileKind::Npy => (tensorio::npy_to_bytes(&t)?, NPY_OURS),
-        FileKind::Safetensors => {
-            let meta = BTreeMap::from([
-                ("producer".to_string(), producer()),
-                (
-                    "dequantized_from".to_string(),
-                    a.input.display().to_string(),
-                ),
-                ("quantization".to_string(), q.spec.describe()),
-            ]);
-            (
-                tensorio::safetensors_to_bytes(&[("x", &t)], &meta)?,
-                SAFETENSORS_OURS,
-            )
-        }
-    };
-    check_dequantize_output(&outputs, &a.output)?;
-    outputs.write(&a.output, bytes, ours)?;
-    println!(
-        "{} ({}) → {} f32 {:?}",
-        a.input.display(),
-        q.spec.describe(),
-        a.output.display(),
-        q.shape
-    );
-    Ok(ExitCode::SUCCESS)
 }
