@@ -28,6 +28,7 @@ pub mod rng;
 pub mod sass;
 pub mod tempdir;
 pub mod tensorio;
+pub mod threads;
 pub mod tools;
 pub mod tui;
 pub mod wgmma;

@@ -5,6 +5,7 @@ use crate::device::cuda::CudaBackend;
 use crate::device::{BackendChoice, BackendKind, fallback_notice};
 use crate::outfile::Outputs;
 use crate::provenance::Provenance;
+use crate::threads::try_on_threads;
 use crate::wgmma::WgVariant;
 use crate::wgmma::backend::{WgBackend, WgCuda};
 use crate::wgmma::desc::{Major, Swizzle};
@@ -56,43 +57,6 @@ impl Common {
             |j| j as usize,
         )
     }
-}
-
-/// Run `f` on every item, `jobs` at a time, each on a plain thread of its own; the first error
-/// stops the threads from taking more. Plain threads, not a rayon pool: a variant's launches
-/// block its thread, and a rayon worker waiting for its own parallel work would steal another
-/// whole variant meanwhile. The items' parallel host work (filling batches, decoding D) goes
-/// to rayon's pool, one worker per core, whatever `jobs` is.
-fn side_by_side<T: Sync>(
-    items: &[T],
-    jobs: usize,
-    f: impl Fn(&T) -> Result<()> + Sync,
-) -> Result<()> {
-    let next = AtomicUsize::new(0);
-    let stop = std::sync::atomic::AtomicBool::new(false);
-    std::thread::scope(|s| {
-        let workers: Vec<_> = (0..jobs.clamp(1, items.len().max(1)))
-            .map(|_| {
-                s.spawn(|| -> Result<()> {
-                    while !stop.load(Ordering::Relaxed) {
-                        let Some(item) = items.get(next.fetch_add(1, Ordering::Relaxed)) else {
-                            break;
-                        };
-                        if let Err(e) = f(item) {
-                            stop.store(true, Ordering::Relaxed);
-                            return Err(e);
-                        }
-                    }
-                    Ok(())
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .map(|w| w.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-            .collect::<Result<Vec<()>>>()
-            .map(drop)
-    })
 }
 
 #[derive(Subcommand, Debug)]
@@ -295,7 +259,7 @@ fn run_probe(
     let failed = AtomicUsize::new(0);
     // Lines print as variants finish, so their order follows the threads; the files do not
     // depend on it.
-    side_by_side(picked, jobs, |v| -> Result<()> {
+    try_on_threads(picked, jobs, |v| -> Result<()> {
         let setting = Setting::packed(v, swizzle, major, major);
         let out = probe(backend, v, &setting, common.seed)?;
         let prov = Provenance::new(
@@ -382,7 +346,7 @@ fn run_smem(
     }
     let jit_wall = start.elapsed().as_secs_f64();
     let failed = AtomicUsize::new(0);
-    side_by_side(studies, jobs, |(v, s, m)| -> Result<()> {
+    try_on_threads(studies, jobs, |(v, s, m)| -> Result<()> {
         let t0 = Instant::now();
         let mut points = Vec::new();
         let mut work = Work::default();

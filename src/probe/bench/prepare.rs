@@ -155,25 +155,5 @@ pub fn prepare_all(
     unroll: u32,
     jobs: usize,
 ) -> Vec<Prepared> {
-    use std::sync::Mutex;
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    let next = AtomicUsize::new(0);
-    let done: Mutex<Vec<Option<Prepared>>> = Mutex::new(vec![None; items.len()]);
-    std::thread::scope(|s| {
-        for _ in 0..jobs.clamp(1, items.len().max(1)) {
-            s.spawn(|| {
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some((v, t)) = items.get(i) else { break };
-                    let p = prepare(v, *t, tc, chains, unroll);
-                    done.lock().expect("no panics while holding the lock")[i] = Some(p);
-                }
-            });
-        }
-    });
-    done.into_inner()
-        .expect("no panics while holding the lock")
-        .into_iter()
-        .map(|p| p.expect("every item prepared"))
-        .collect()
+    crate::threads::map_on_threads(items, jobs, |(v, t)| prepare(v, *t, tc, chains, unroll))
 }

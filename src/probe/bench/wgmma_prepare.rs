@@ -144,31 +144,14 @@ pub fn prepare_wgmma(
     plan: &WgPlan,
     jobs: usize,
 ) -> Vec<WgPrepared> {
-    use std::sync::Mutex;
-    use std::sync::atomic::{AtomicUsize, Ordering};
     let shapes = plan.shapes();
     let work: Vec<(usize, usize)> = (0..variants.len())
         .flat_map(|v| (0..shapes.len()).map(move |s| (v, s)))
         .collect();
-    let next = AtomicUsize::new(0);
-    let done: Mutex<Vec<Option<WgKernel>>> = Mutex::new(vec![None; work.len()]);
-    std::thread::scope(|s| {
-        for _ in 0..jobs.clamp(1, work.len().max(1)) {
-            s.spawn(|| {
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(&(v, sh)) = work.get(i) else { break };
-                    let k = build_wg_kernel(&variants[v], target, tc, shapes[sh]);
-                    done.lock().expect("no panics while holding the lock")[i] = Some(k);
-                }
-            });
-        }
-    });
-    let mut built = done
-        .into_inner()
-        .expect("no panics while holding the lock")
-        .into_iter()
-        .map(|k| k.expect("every kernel built"));
+    let mut built = crate::threads::map_on_threads(&work, jobs, |&(v, sh)| {
+        build_wg_kernel(&variants[v], target, tc, shapes[sh])
+    })
+    .into_iter();
     variants
         .iter()
         .map(|v| WgPrepared {
