@@ -166,12 +166,17 @@ fn fp8_wgmma_kernel_runs_both_products_on_e4m3_hgmma_for_sm90a() {
     };
     // S = Q·Kᵀ: m64n128k32 (128-key tiles, Q and K from shared memory); O += P·V: m64n128k32
     // (D = 128) and m64n64k32 (D = 64), P from registers. No bf16 product and no mma.sync.
-    for shape in ["QGMMA.64x128x32.F32.E4M3.E4M3", "QGMMA.64x64x32.F32.E4M3.E4M3"] {
+    for shape in [
+        "QGMMA.64x128x32.F32.E4M3.E4M3",
+        "QGMMA.64x64x32.F32.E4M3.E4M3",
+    ] {
         assert!(listing.contains(shape), "no {shape}");
     }
     for other in ["BF16", "HMMA"] {
         assert!(
-            !listing.lines().any(|l| l.contains("GMMA") && l.contains(other) || l.contains("HMMA")),
+            !listing
+                .lines()
+                .any(|l| l.contains("GMMA") && l.contains(other) || l.contains("HMMA")),
             "a {other} product in the FP8 kernel"
         );
     }

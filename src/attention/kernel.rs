@@ -132,7 +132,14 @@ impl<'a> AttentionKernel<'a> {
         let factor_passes = if path.is_fp8() {
             path.formats()
                 .iter()
-                .map(|&f| Ok((f, modules[0].1.function(&format!("fp8_factors_{}", f.name()))?)))
+                .map(|&f| {
+                    Ok((
+                        f,
+                        modules[0]
+                            .1
+                            .function(&format!("fp8_factors_{}", f.name()))?,
+                    ))
+                })
                 .collect::<Result<_>>()?
         } else {
             Vec::new()
@@ -215,7 +222,11 @@ impl<'a> AttentionKernel<'a> {
         if buf.as_ref().is_none_or(|b| b.bytes() < bytes) {
             // The old buffer may still be in use by launches in flight.
             self.backend.synchronize()?;
-            *buf = Some(DeviceBuffer::zeroed(self.backend, bytes, "FP8 row factors")?);
+            *buf = Some(DeviceBuffer::zeroed(
+                self.backend,
+                bytes,
+                "FP8 row factors",
+            )?);
         }
         let out = buf.as_ref().expect("allocated above").ptr();
         let u = |v: usize, what: &str| {

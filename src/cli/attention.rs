@@ -600,11 +600,14 @@ fn bench(a: &Args, kernel: &AttentionKernel) -> Result<ExitCode> {
     for &d in &a.head_dims {
         kernel.path().check_head_dim(d)?;
         // Rows of the device's default kernel are `fp4-prequant-nvfp4`; another path's rows say
-        // which (`fp4-prequant-nvfp4-bf16`), so one CSV can hold both.
-        let label = if kernel.path() == KernelPath::for_device(major, d) {
-            String::new()
+        // which (`fp4-prequant-nvfp4-bf16`), so one CSV can hold both; the FP8 path's rows are
+        // `fp4-fp8-nvfp4` (and `fp4-fp8-onthefly-nvfp4`), its arithmetic being another one.
+        let (prefix, label) = if kernel.path().is_fp8() {
+            ("fp4-fp8-", String::new())
+        } else if kernel.path() == KernelPath::for_device(major, d) {
+            ("fp4-", String::new())
         } else {
-            format!("-{}", kernel.path().name())
+            ("fp4-", format!("-{}", kernel.path().name()))
         };
         for variant in kernel.variants() {
             for &format in kernel.path().formats() {
@@ -653,7 +656,7 @@ fn bench(a: &Args, kernel: &AttentionKernel) -> Result<ExitCode> {
                 let ms = time_work(kernel, a.warmup, a.repeats, || fly.enqueue(&quant, kernel))?;
                 let tflops = fly.shape.flops() / ms / 1e9;
                 let row = format!(
-                    "fp4-onthefly-nvfp4{label},1,{},{seq},{d},{causal},{ms:.4},{tflops:.1}",
+                    "{prefix}onthefly-nvfp4{label},1,{},{seq},{d},{causal},{ms:.4},{tflops:.1}",
                     a.bench_heads
                 );
                 eprintln!("{row}");
@@ -668,7 +671,12 @@ fn bench(a: &Args, kernel: &AttentionKernel) -> Result<ExitCode> {
                     let ms = time_work(kernel, a.warmup, a.repeats, || kernel.enqueue(&dev))?;
                     let tflops = dev.shape.flops() / ms / 1e9;
                     let row = format!(
-                        "fp4-prequant-{}{label},1,{},{seq},{d},{causal},{ms:.4},{tflops:.1}",
+                        "{prefix}{}{}{label},1,{},{seq},{d},{causal},{ms:.4},{tflops:.1}",
+                        if kernel.path().is_fp8() {
+                            ""
+                        } else {
+                            "prequant-"
+                        },
                         format.name(),
                         a.bench_heads
                     );
