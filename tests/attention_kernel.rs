@@ -181,7 +181,9 @@ fn fp8_wgmma_kernel_runs_both_products_on_e4m3_hgmma_for_sm90a() {
         );
     }
     for format in ["mxfp4", "nvfp4"] {
-        assert!(listing.contains(&format!("Function : fp8_factors_{format}\n")));
+        for pass in ["factors", "widen"] {
+            assert!(listing.contains(&format!("Function : fp8_{pass}_{format}\n")));
+        }
     }
 }
 

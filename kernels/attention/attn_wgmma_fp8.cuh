@@ -32,8 +32,21 @@
 
 #pragma once
 
-// The producer widens a key tile's 8 chunks held in registers with their factors, and a row
-// block's Q: 80 registers (the bf16 body's) spilled, 120 leaves the consumers 192.
+// Where K and Vᵀ are widened to E4M3: 0 (the default), by each CTA's producer, tile by tile,
+// into shared memory, so nothing but FP4 is ever stored; 1, once per launch by the pre-pass
+// fp8_widen_* into the workspace (an E4M3 copy of K and Vᵀ, twice their FP4 bytes), from which
+// the producer copies E4M3 tiles with cp.async. Widening in the producer costs 5.7 thread
+// instructions per widened element, 11.4 per score element at 128 query rows a CTA (Nsight
+// Compute on the H200, reports/sm_90/attention/h200), about as many as the consumers' softmax;
+// the consumers, not the producer, bound the kernel as it is (h200/README.md). The host reads
+// the same setting (src/attention/paths.rs: fp8_widen_once) to size the workspace.
+#ifndef ATTN_FP8_WIDEN_ONCE
+#define ATTN_FP8_WIDEN_ONCE 0
+#endif
+
+// The producer widens Q (and without ATTN_FP8_WIDEN_ONCE each key tile's 8 chunks, held in
+// registers with their factors): at 80 registers (the bf16 body's) it spilled in either mode;
+// 120 leaves the consumers 192, which they fit in.
 #ifndef ATTN_PRODUCER_REGS
 #define ATTN_PRODUCER_REGS 120
 #endif
@@ -46,6 +59,7 @@
 
 #define ATTN_BODY attn::attention_wgmma_fp8
 #define ATTN_FACTORS_ARG , factors
+
 
 namespace attn {
 namespace f8 {
@@ -219,10 +233,10 @@ __device__ __forceinline__ uint2 widen_word(u32 w, u32 mult) {
     return make_uint2(b[0] | (b[1] << 16), b[2] | (b[3] << 16));
 }
 
-// 32 codes (a chunk: 16 bytes along a row, from k0) with their scales and the row's factor f,
-// widened to row `row` of a tile.
-template <int FMT, int SWIZZLE, int SBO>
-__device__ __forceinline__ void widen_chunk(const Chunk& c, int f, unsigned char* tile, int row, int k0) {
+// 32 codes (a chunk: 16 bytes along a row) with their scales and the row's factor f, widened
+// to 32 E4M3 bytes (two 16-byte halves).
+template <int FMT>
+__device__ __forceinline__ void widen_chunk_bytes(const Chunk& c, int f, uint4 (&out)[2]) {
     const u32 w[4] = {c.bytes.x, c.bytes.y, c.bytes.z, c.bytes.w};
     uint2 o[4];
     if (FMT == MX) {
@@ -234,18 +248,35 @@ __device__ __forceinline__ void widen_chunk(const Chunk& c, int f, unsigned char
 #pragma unroll
         for (int q = 0; q < 4; ++q) o[q] = widen_word(w[q], q < 2 ? m0 : m1);
     }
-    *reinterpret_cast<uint4*>(tile + tile_offset<SWIZZLE, SBO>(row, k0)) = make_uint4(o[0].x, o[0].y, o[1].x, o[1].y);
-    *reinterpret_cast<uint4*>(tile + tile_offset<SWIZZLE, SBO>(row, k0 + 16)) = make_uint4(o[2].x, o[2].y, o[3].x, o[3].y);
+    out[0] = make_uint4(o[0].x, o[0].y, o[1].x, o[1].y);
+    out[1] = make_uint4(o[2].x, o[2].y, o[3].x, o[3].y);
+}
+// ... to row `row` of a tile, from k0.
+template <int FMT, int SWIZZLE, int SBO>
+__device__ __forceinline__ void widen_chunk(const Chunk& c, int f, unsigned char* tile, int row, int k0) {
+    uint4 o[2];
+    widen_chunk_bytes<FMT>(c, f, o);
+    *reinterpret_cast<uint4*>(tile + tile_offset<SWIZZLE, SBO>(row, k0)) = o[0];
+    *reinterpret_cast<uint4*>(tile + tile_offset<SWIZZLE, SBO>(row, k0 + 16)) = o[1];
 }
 
 // 2^f as f32 (f within the normal exponents: the factors of finite inputs are).
 __device__ __forceinline__ float pow2(int f) { return __int_as_float((127 + max(min(f, 127), -126)) << 23); }
 
-// The launch's factor buffer: Q rows, K rows, Vᵀ rows (fp8_factors_*).
+// The launch's workspace (the host's copy: src/attention/kernel.rs, Fp8Workspace): the row
+// factors of Q, K and Vᵀ (fp8_factors_*: [bh][Sq], [bh][Sk], [bh][D] ints), then, for
+// ATTN_FP8_WIDEN_ONCE, K and Vᵀ in E4M3 (fp8_widen_*: [bh][Sk][D] and [bh][D][Skp] bytes, each
+// word's 8 codes in widen_word's order), each part from a 256-byte boundary.
+FP4PROBE_HD constexpr u64 round256(u64 n) { return (n + 255) / 256 * 256; }
 struct Factors {
     const int *q, *k, *v;
-    __device__ __forceinline__ Factors(const int* base, u32 bh_count, int Sq, int Sk)
-        : q(base), k(base + (u64)bh_count * Sq), v(base + (u64)bh_count * (Sq + Sk)) {}
+    u8 *k8, *v8;
+    __device__ __forceinline__ Factors(const int* base, u32 bh_count, int Sq, int Sk, int D, int Skp)
+        : q(base), k(base + (u64)bh_count * Sq), v(base + (u64)bh_count * (Sq + Sk)) {
+        u8* bytes = (u8*)base + round256(4 * (u64)bh_count * (Sq + Sk + D));
+        k8 = bytes;
+        v8 = bytes + round256((u64)bh_count * Sk * D);
+    }
 };
 
 // ---- the producer ---------------------------------------------------------------------------
@@ -311,6 +342,35 @@ __device__ __forceinline__ void store8(const TileChunks8<D>& tc, unsigned char* 
     }
 }
 
+// ATTN_FP8_WIDEN_ONCE: one key tile's E4M3 K and Vᵀ bytes from the workspace into its stage by
+// cp.async, 16 bytes a copy (K rows past Sk and keys past Skp zero-filled), K's rows in column
+// order; and the columns' key factors, stored.
+__device__ __forceinline__ void cp_async_wait_one() { asm volatile("cp.async.wait_group 1;" ::: "memory"); }
+template <int D>
+__device__ __forceinline__ void copy_tile8(const u8* k8, const u8* v8, const int* fk, unsigned char* stage, int key0,
+                                           int Sk, int Skp, int t) {
+    using G = Geo8<D>;
+    constexpr int BC = G::BC, KP = BC * D / 16, VP = D * BC / 16;
+    static_assert(KP % 128 == 0 && VP % 128 == 0, "whole pieces per thread");
+    const u32 k_tile = shared_addr(stage), v_tile = k_tile + G::K_BYTES;
+#pragma unroll
+    for (int c = 0; c < KP / 128; ++c) {
+        const int p = t + 128 * c, i = p / (D / 16), col = 16 * (p % (D / 16)), key = key0 + i;
+        const bool in = key < Sk;
+        cp_async<16>(k_tile + tile_offset<G::QK_SWIZZLE, G::QK_SBO>(col_of_key(i), col),
+                     in ? k8 + (u64)key * D + col : k8, in ? 16 : 0);
+    }
+#pragma unroll
+    for (int c = 0; c < VP / 128; ++c) {
+        const int p = t + 128 * c, d = p / (BC / 16), col = 16 * (p % (BC / 16)), key = key0 + col;
+        const bool in = key < Skp;
+        cp_async<16>(v_tile + tile_offset<G::V_SWIZZLE, G::V_SBO>(d, col), in ? v8 + (u64)d * Skp + key : v8,
+                     in ? 16 : 0);
+    }
+    float* kf = reinterpret_cast<float*>(stage + G::K_BYTES + G::V_BYTES);
+    if (t < BC) kf[col_of_key(t)] = key0 + t < Sk ? pow2(__ldg(fk + key0 + t)) : 1.0f;
+}
+
 // The producer's walk: per segment its Work, the row block's Q widened into one of two Q
 // buffers, then its key tiles through the ring, each fetched while the one before is stored.
 template <int D, int FMT>
@@ -340,7 +400,7 @@ __device__ __forceinline__ void produce8(int Sq, int Sk, int causal, u32 bh_coun
         const int* fk = fac.k + (u64)sg.bh * Sk;
         const int* fv = fac.v + (u64)sg.bh * D;
         TileChunks8<D> tc;
-        fetch8<D, FMT>(tc, k_data, k_scale, v_data, v_scale, fk, fv, sg.t0 * BC, Sk, Skp, t);
+        if (!ATTN_FP8_WIDEN_ONCE) fetch8<D, FMT>(tc, k_data, k_scale, v_data, v_scale, fk, fv, sg.t0 * BC, Sk, Skp, t);
         // Q rows rb·BR.. (past Sq zero), consumer w's 64 rows into its own tile: chunk c of a
         // thread is row i % 64 of consumer c / QW, d from 32·(i / 64), i = t + 128·(c % QW).
         unsigned char* q_tile = q_tiles + (seg & 1) * G::Q_BYTES;
@@ -358,6 +418,30 @@ __device__ __forceinline__ void produce8(int Sq, int Sk, int causal, u32 bh_coun
         }
         fence_async_smem();
         mbar_arrive(&full->q[seg & 1]);
+        if (ATTN_FP8_WIDEN_ONCE) {
+            // Tile j's copies are issued before tile j-1's are waited for; tile j-1 is told full
+            // before the producer waits for another empty stage (with three stages the
+            // consumers never need a tile the producer has not told), and the segment's last
+            // tile before its end.
+            const u8* k8 = fac.k8 + (u64)sg.bh * Sk * D;
+            const u8* v8 = fac.v8 + (u64)sg.bh * D * Skp;
+            for (int j = sg.t0; j < sg.t1; ++j) {
+                const int s = ring % STAGES;
+                if (ring >= STAGES) bar_sync(bar_empty(s), THREADS);
+                copy_tile8<D>(k8, v8, fk, stages + s * G::STAGE_BYTES, j * BC, Sk, Skp, t);
+                cp_async_commit();
+                if (j > sg.t0) {
+                    cp_async_wait_one();
+                    fence_async_smem();
+                    mbar_arrive(&full->stage[(ring - 1) % STAGES]);
+                }
+                ++ring;
+            }
+            cp_async_wait_all();
+            fence_async_smem();
+            mbar_arrive(&full->stage[(ring - 1) % STAGES]);
+            continue;
+        }
         for (int j = sg.t0; j < sg.t1; ++j) {
             const int s = ring % STAGES;
             if (ring >= STAGES) bar_sync(bar_empty(s), THREADS);
@@ -601,6 +685,7 @@ __device__ void attention_wgmma_fp8(const u8* __restrict__ q_data, const u8* __r
     using namespace f8;
     using G = Geo8<D>;
     static_assert(CONSUMERS == 2, "the FP8 body runs two consumer warpgroups");
+    static_assert(!ATTN_FP8_WIDEN_ONCE || STAGES >= 3, "the copies' pipeline tells tile j-1 full after waiting for an empty stage");
     extern __shared__ __align__(1024) unsigned char smem[];
     unsigned dyn;
     asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dyn));
@@ -617,7 +702,7 @@ __device__ void attention_wgmma_fp8(const u8* __restrict__ q_data, const u8* __r
     }
     __syncthreads();
     const int tid = threadIdx.x, wgi = __shfl_sync(0xffffffffu, tid / 128, 0), t = tid % 128;
-    const Factors fac(factors, bh_count, Sq, Sk);
+    const Factors fac(factors, bh_count, Sq, Sk, D, Skp);
     if (wgi == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(PRODUCER_REGS));
         produce8<D, FMT>(Sq, Sk, causal, bh_count, q_tiles, works, stages, &full,
@@ -706,6 +791,46 @@ __device__ __forceinline__ void fp8_factors(const u8* q_scale, const u8* k_scale
 }
 
 }  // namespace attn
+
+namespace attn {
+// ATTN_FP8_WIDEN_ONCE: K's rows (bh_count·Sk of D elements) and Vᵀ's (bh_count·D of Skp) to
+// E4M3 in the workspace, a thread per 32-element chunk (grid-stride), each row with its factor
+// (fp8_factors_* ran first): the bytes the producer would otherwise widen per CTA.
+template <int FMT>
+__device__ __forceinline__ void fp8_widen(const u8* k_data, const u8* k_scale, const u8* v_data, const u8* v_scale,
+                                          int* factors, u32 bh_count, u32 Sq, u32 Sk, u32 D, u32 Skp) {
+    constexpr u32 B = Blk<FMT>::n;
+    const f8::Factors fac(factors, bh_count, (int)Sq, (int)Sk, (int)D, (int)Skp);
+    const u64 k_chunks = (u64)bh_count * Sk * (D / 32), v_chunks = (u64)bh_count * D * (Skp / 32);
+    const u64 threads = (u64)gridDim.x * blockDim.x;
+    for (u64 c = (u64)blockIdx.x * blockDim.x + threadIdx.x; c < k_chunks + v_chunks; c += threads) {
+        const bool is_k = c < k_chunks;
+        const u64 i = is_k ? c : c - k_chunks;
+        const u32 len = is_k ? D : Skp;
+        const u64 row = i / (len / 32), k0 = 32 * (i % (len / 32));
+        const u8* data = is_k ? k_data : v_data;
+        const u8* scale = is_k ? k_scale : v_scale;
+        Chunk ch;
+        ch.bytes = __ldg(reinterpret_cast<const uint4*>(data + row * (len / 2) + k0 / 2));
+        ch.scales = load_scales<FMT>(scale + row * (len / B) + k0 / B);
+        uint4 o[2];
+        f8::widen_chunk_bytes<FMT>(ch, __ldg((is_k ? fac.k : fac.v) + row), o);
+        uint4* dst = reinterpret_cast<uint4*>((is_k ? fac.k8 : fac.v8) + row * len + k0);
+        dst[0] = o[0];
+        dst[1] = o[1];
+    }
+}
+}  // namespace attn
+
+#define FP8_WIDEN_ENTRY(NAME, FMT)                                                                              \
+    extern "C" __global__ void __launch_bounds__(256)                                                           \
+        NAME(const unsigned char* k_data, const unsigned char* k_scale, const unsigned char* v_data,             \
+             const unsigned char* v_scale, int* factors, unsigned bh_count, unsigned Sq, unsigned Sk, unsigned D, \
+             unsigned Skp) {                                                                                     \
+        attn::fp8_widen<FMT>(k_data, k_scale, v_data, v_scale, factors, bh_count, Sq, Sk, D, Skp);              \
+    }
+FP8_WIDEN_ENTRY(fp8_widen_mxfp4, attn::MX)
+FP8_WIDEN_ENTRY(fp8_widen_nvfp4, attn::NV)
 
 #define FP8_FACTORS_ENTRY(NAME, FMT)                                                                          \
     extern "C" __global__ void __launch_bounds__(256)                                                         \

@@ -4,6 +4,7 @@
 //! (`super::paths`: targets, variants, compilation); the wgmma bodies in variants chosen per
 //! launch.
 
+use super::paths::fp8_widen_once;
 pub use super::paths::{KernelPath, SOURCE, Variant, compile, compile_variant, entry, warps};
 use super::reference::score_scale_log2;
 use super::schedule::StreamK;
@@ -35,14 +36,14 @@ pub struct AttentionKernel<'a> {
     sms: usize,
     /// The on-the-fly path's pre-passes, by name (`transpose_pad_16bit`, `smooth_k_bf16`, ...).
     pre_passes: Vec<(&'static str, sys::CUfunction)>,
-    /// The FP8 body's factor pre-passes (`fp8_factors_mxfp4`, `_nvfp4`), for that path only.
-    factor_passes: Vec<(Format, sys::CUfunction)>,
+    /// The FP8 body's pre-passes per format (`fp8_factors_*`, `fp8_widen_*`), for that path
+    /// only.
+    fp8_passes: Vec<(Format, [sys::CUfunction; 2])>,
     /// The wgmma body's stream-K workspace, allocated by the first launch that needs it.
     /// Launches on this kernel's stream share it (one at a time on the device).
     workspace: Mutex<Option<Workspace>>,
-    /// The FP8 body's row factors (`fp8_factors_*` writes them, the kernel reads them), grown
-    /// like the workspace.
-    factors: Mutex<Option<DeviceBuffer>>,
+    /// The FP8 body's workspace (`Fp8Workspace`), grown like the stream-K one.
+    fp8_workspace: Mutex<Option<DeviceBuffer>>,
 }
 
 /// Where the wgmma body's cut row blocks finish (`StreamK::counter_bytes`, `partial_bytes`).
@@ -129,16 +130,13 @@ impl<'a> AttentionKernel<'a> {
             .iter()
             .map(|&name| Ok((name, modules[0].1.function(name)?)))
             .collect::<Result<_>>()?;
-        let factor_passes = if path.is_fp8() {
+        let fp8_passes = if path.is_fp8() {
+            let m = &modules[0].1;
             path.formats()
                 .iter()
                 .map(|&f| {
-                    Ok((
-                        f,
-                        modules[0]
-                            .1
-                            .function(&format!("fp8_factors_{}", f.name()))?,
-                    ))
+                    let pass = |p: &str| m.function(&format!("fp8_{p}_{}", f.name()));
+                    Ok((f, [pass("factors")?, pass("widen")?]))
                 })
                 .collect::<Result<_>>()?
         } else {
@@ -150,9 +148,9 @@ impl<'a> AttentionKernel<'a> {
             modules,
             sms: backend.sm_count()? as usize,
             pre_passes,
-            factor_passes,
+            fp8_passes,
             workspace: Mutex::new(None),
-            factors: Mutex::new(None),
+            fp8_workspace: Mutex::new(None),
         })
     }
 
@@ -203,55 +201,73 @@ impl<'a> AttentionKernel<'a> {
         Ok((w.counters.ptr(), w.partials.ptr()))
     }
 
-    /// The FP8 body's row factors of `s`'s operands (`ops` as `enqueue_raw` takes them),
-    /// enqueued: one i32 per row of Q and K and per row of Vᵀ, into a buffer grown as needed.
-    fn enqueue_factors(
+    /// The FP8 body's pre-passes for `s`'s operands (`ops` as `enqueue_raw` takes them),
+    /// enqueued into its workspace (grown as needed), whose device pointer is returned: the row
+    /// factors, then with `fp8_widen_once` K and Vᵀ widened to E4M3.
+    fn enqueue_fp8_passes(
         &self,
         s: &AttnShape,
         format: Format,
         ops: &[sys::CUdeviceptr; 6],
     ) -> Result<sys::CUdeviceptr> {
-        let f = match self.factor_passes.iter().find(|(f, _)| *f == format) {
-            Some(&(_, f)) => f,
-            None => bail!("no FP8 factor pre-pass for {}", format.name()),
+        let [factors, widen] = match self.fp8_passes.iter().find(|(f, _)| *f == format) {
+            Some(&(_, passes)) => passes,
+            None => bail!("no FP8 pre-passes for {}", format.name()),
         };
-        let bh = s.batch * s.heads;
-        let (q_rows, k_rows, v_rows) = (bh * s.seq_q, bh * s.seq_k, bh * s.head_dim);
-        let bytes = 4 * (q_rows + k_rows + v_rows);
-        let mut buf = self.factors.lock().unwrap_or_else(|e| e.into_inner());
+        let ws = Fp8Workspace::of(s);
+        let once = fp8_widen_once();
+        let bytes = if once { ws.total } else { ws.e4m3_k };
+        let mut buf = self.fp8_workspace.lock().unwrap_or_else(|e| e.into_inner());
         if buf.as_ref().is_none_or(|b| b.bytes() < bytes) {
             // The old buffer may still be in use by launches in flight.
             self.backend.synchronize()?;
-            *buf = Some(DeviceBuffer::zeroed(
-                self.backend,
-                bytes,
-                "FP8 row factors",
-            )?);
+            *buf = Some(DeviceBuffer::zeroed(self.backend, bytes, "FP8 workspace")?);
         }
         let out = buf.as_ref().expect("allocated above").ptr();
         let u = |v: usize, what: &str| {
             u32::try_from(v).with_context(|| format!("{what} {v} does not fit in 32 bits"))
         };
+        let bh = s.batch * s.heads;
         let block = format.block();
+        let grid = (4 * self.sms as u32, 2, 1);
         let args = [
             KernelArg::Ptr(ops[1]),
             KernelArg::Ptr(ops[3]),
             KernelArg::Ptr(ops[5]),
             KernelArg::Ptr(out),
-            KernelArg::U32(u(q_rows, "Q rows")?),
-            KernelArg::U32(u(k_rows, "K rows")?),
-            KernelArg::U32(u(v_rows, "Vᵀ rows")?),
+            KernelArg::U32(u(bh * s.seq_q, "Q rows")?),
+            KernelArg::U32(u(bh * s.seq_k, "K rows")?),
+            KernelArg::U32(u(bh * s.head_dim, "Vᵀ rows")?),
             KernelArg::U32(u(s.head_dim / block, "scales per row")?),
             KernelArg::U32(u(s.seq_k_padded() / block, "scales per Vᵀ row")?),
         ];
         // SAFETY: fp8_factors_{fmt}(3 × const u8* scales, int* out, u32 q_rows, k_rows, v_rows,
         // qk_row_bytes, v_row_bytes): the scale tensors of `s` in `format` (QuantizedQkv's
-        // layout) hold those rows of those lengths; `out` holds one i32 per row. Grid-stride
-        // loops: any grid covers them.
-        unsafe {
-            self.backend
-                .launch_3d(f, (4 * self.sms as u32, 2, 1), (256, 1), &args)?
-        };
+        // layout) hold those rows of those lengths; `out` holds one i32 per row (the
+        // workspace's first part). Grid-stride loops: any grid covers them.
+        unsafe { self.backend.launch_3d(factors, grid, (256, 1), &args)? };
+        if once {
+            let args = [
+                KernelArg::Ptr(ops[2]),
+                KernelArg::Ptr(ops[3]),
+                KernelArg::Ptr(ops[4]),
+                KernelArg::Ptr(ops[5]),
+                KernelArg::Ptr(out),
+                KernelArg::U32(u(bh, "batch × heads")?),
+                KernelArg::U32(u(s.seq_q, "seq_q")?),
+                KernelArg::U32(u(s.seq_k, "seq_k")?),
+                KernelArg::U32(u(s.head_dim, "head_dim")?),
+                KernelArg::U32(u(s.seq_k_padded(), "padded seq_k")?),
+            ];
+            // SAFETY: fp8_widen_{fmt}(K codes, K scales, Vᵀ codes, Vᵀ scales, int* workspace,
+            // u32 bh_count, Sq, Sk, D, Skp): the operands of `s` in `format`; the workspace of
+            // `Fp8Workspace::of(s)`'s size, its factors written by the launch before on the
+            // same stream. Grid-stride over the 32-element chunks.
+            unsafe {
+                self.backend
+                    .launch_3d(widen, (grid.0, 1, 1), (256, 1), &args)?
+            };
+        }
         Ok(out)
     }
 
@@ -318,7 +334,7 @@ impl<'a> AttentionKernel<'a> {
             bail!("output or tensor-scale buffer too small for {s}");
         }
         let factors = if self.path.is_fp8() {
-            self.enqueue_factors(s, format, &ops)?
+            self.enqueue_fp8_passes(s, format, &ops)?
         } else {
             0
         };
@@ -389,6 +405,33 @@ impl<'a> AttentionKernel<'a> {
             dynamic_shared_bytes: variant.dynamic_smem(head_dim),
             threads: variant.threads(),
         })
+    }
+}
+
+/// The FP8 body's workspace (`Factors` in attn_wgmma_fp8.cuh): i32 row factors of Q, K and Vᵀ,
+/// then K [bh][Sk][D] and Vᵀ [bh][D][Skp] in E4M3, each part from a 256-byte boundary.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fp8Workspace {
+    /// Where the E4M3 K starts (the factors' bytes, rounded up).
+    pub e4m3_k: usize,
+    /// Where the E4M3 Vᵀ starts.
+    pub e4m3_v: usize,
+    /// The whole workspace.
+    pub total: usize,
+}
+
+impl Fp8Workspace {
+    pub fn of(s: &AttnShape) -> Self {
+        let bh = s.batch * s.heads;
+        let r = |n: usize| n.next_multiple_of(256);
+        let e4m3_k = r(4 * bh * (s.seq_q + s.seq_k + s.head_dim));
+        let e4m3_v = e4m3_k + r(bh * s.seq_k * s.head_dim);
+        let total = e4m3_v + r(bh * s.head_dim * s.seq_k_padded());
+        Fp8Workspace {
+            e4m3_k,
+            e4m3_v,
+            total,
+        }
     }
 }
 

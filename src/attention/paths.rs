@@ -353,6 +353,14 @@ fn wgmma_stages() -> usize {
     experiment_define("ATTN_STAGES").unwrap_or(3)
 }
 
+/// Whether the FP8 body's K and Vᵀ are widened once per launch by the pre-pass into an E4M3
+/// workspace (1) or per CTA by its producer into shared memory (0, the default):
+/// `ATTN_FP8_WIDEN_ONCE` in attn_wgmma_fp8.cuh, which an experiment may set through
+/// `FP4PROBE_ATTN_DEFINES`; the host sizes the workspace by it.
+pub fn fp8_widen_once() -> bool {
+    experiment_define("ATTN_FP8_WIDEN_ONCE").is_some_and(|v| v != 0)
+}
+
 /// `attn_nvfp4_d128`: the entry point for an input format and head dimension.
 pub fn entry(format: Format, head_dim: usize) -> String {
     format!("attn_{}_d{head_dim}", format.name())
