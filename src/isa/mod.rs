@@ -358,26 +358,22 @@ impl Variant {
 
     /// Why the lane-map probes do not run this variant, or `None` when they do. The probes,
     /// the emulator, codegen and bench share one model of an instruction's operands; what it
-    /// cannot express is catalogued (ptxas assembles it) and skipped by them with this reason.
+    /// cannot express is catalogued (ptxas assembles it) and skipped by them, saying this.
     pub fn not_probed(&self) -> Option<&'static str> {
         if self.sparse.is_some() {
             return Some(
-                "mma.sp is catalogued (ptxas assembles it) but not probed: the lane-map probes, \
-                 the emulator and codegen do not model its metadata operand",
+                "the lane-map probes, the emulator and codegen do not model the metadata \
+                 operand of mma.sp",
             );
         }
         if self.layout_choice() {
             return Some(
-                "catalogued (ptxas assembles it) but not probed: m8n8k4 with f16 computes four \
-                 8x8x4 products per warp, one per quad pair, which the lane-map probes do not \
-                 model",
+                "m8n8k4 with f16 computes four 8x8x4 products per warp, one per quad pair, \
+                 which the lane-map probes do not model",
             );
         }
         if self.shape.m == 8 && self.a != ElemType::F64 {
-            return Some(
-                "catalogued (ptxas assembles it) but not probed: the lane-map probes cover the \
-                 m8n8 shapes only for f64",
-            );
+            return Some("the lane-map probes cover the m8n8 shapes only for f64");
         }
         None
     }
