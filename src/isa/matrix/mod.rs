@@ -113,32 +113,35 @@ pub struct MatrixVariant {
 }
 
 impl MatrixVariant {
-    /// The catalog id: the opcode without `.sync.aligned` and the state space.
-    pub fn id(&self) -> String {
-        let mut s = format!("{}.{}", self.op.name(), self.shape);
+    /// The qualifiers in PTX order, with `.sync.aligned` and the state space `.shared::cta`
+    /// (for `ldmatrix`/`stmatrix`) when `full`.
+    fn spell(&self, full: bool) -> String {
+        let mut s = self.op.name().to_string();
+        if full {
+            s += ".sync.aligned";
+        }
+        s += &format!(".{}", self.shape);
         if self.op != MatrixOp::Movmatrix {
             s += &format!(".x{}", self.num);
         }
         if self.trans {
             s += ".trans";
         }
+        if full && self.op != MatrixOp::Movmatrix {
+            s += ".shared::cta";
+        }
         s + "." + self.elem.ptx()
+    }
+
+    /// The catalog id: the opcode without `.sync.aligned` and the state space.
+    pub fn id(&self) -> String {
+        self.spell(false)
     }
 
     /// The PTX opcode, with the state space `.shared::cta` for `ldmatrix`/`stmatrix`:
     /// `ldmatrix.sync.aligned.m8n8.x4.trans.shared::cta.b16`.
     pub fn opcode(&self) -> String {
-        let mut s = format!("{}.sync.aligned.{}", self.op.name(), self.shape);
-        if self.op != MatrixOp::Movmatrix {
-            s += &format!(".x{}", self.num);
-        }
-        if self.trans {
-            s += ".trans";
-        }
-        if self.op != MatrixOp::Movmatrix {
-            s += ".shared::cta";
-        }
-        s + "." + self.elem.ptx()
+        self.spell(true)
     }
 
     /// 32-bit registers each lane gives or receives: one per 8x8 (or 8x16, 16x8) matrix and
