@@ -543,7 +543,8 @@ pub fn find(text: &str) -> Option<Variant> {
 
 /// What identifies an instruction spelling whatever the order of its qualifiers: the set of
 /// non-type qualifiers (`sp` or `sp::ordered_metadata`, shape, `kind::`, `block_scale`,
-/// `scale_vec::`, `satfinite`, the b1 operation), the layouts unless they are `.row.col` (or
+/// `scale_vec::`, its default where it is left out, `satfinite`, the b1 operation), the
+/// layouts unless they are `.row.col` (or
 /// absent), and the type qualifiers in their order (D, A, B, C, then the scale type: their
 /// position is their meaning). `mma`, `sync` and `aligned` name nothing that tells catalog
 /// variants apart; the operand list after the opcode and a final `;` are ignored. `None` when
@@ -576,6 +577,18 @@ fn spelling_key(text: &str) -> Option<(std::collections::BTreeSet<String>, Vec<E
     }
     if !layouts.is_empty() && layouts != ["row", "col"] {
         quals.insert(format!("layout {}", layouts.join(".")));
+    }
+    // Without `.scale_vec::NX`, kind::mxf4 means 2X and kind::mxf8f6f4 1X (the PTX ISA's
+    // defaults, which ptxas applies); kind::mxf4nvf4 has none.
+    if quals.contains("block_scale") && !quals.iter().any(|q| q.starts_with("scale_vec_")) {
+        let default = if quals.contains("kind_mxf4") {
+            Some("scale_vec_2X")
+        } else if quals.contains("kind_mxf8f6f4") {
+            Some("scale_vec_1X")
+        } else {
+            None
+        };
+        quals.extend(default.map(String::from));
     }
     quals
         .iter()

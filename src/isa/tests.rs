@@ -209,3 +209,33 @@ fn instruction_text_has_metadata_and_register_selectors() {
         "{text}"
     );
 }
+
+#[test]
+fn a_left_out_scale_vec_is_the_default_of_the_kind() {
+    let mx4 = find("m16n8k64.kind::mxf4.block_scale.scale_vec::2X.f32.e2m1.e2m1.f32.ue8m0");
+    assert!(mx4.is_some());
+    assert_eq!(
+        find("mma.sync.aligned.m16n8k64.row.col.kind::mxf4.block_scale.f32.e2m1.e2m1.f32.ue8m0"),
+        mx4
+    );
+    let sp = find(
+        "mma.sp::ordered_metadata.sync.aligned.m16n8k128.row.col.kind::mxf4.block_scale.f32.e2m1.e2m1.f32.ue8m0",
+    )
+    .unwrap();
+    assert_eq!(sp.scale.map(|s| s.vec), Some(2));
+    let mx8 = find(
+        "mma.sync.aligned.m16n8k32.row.col.kind::mxf8f6f4.block_scale.f32.e3m2.e2m1.f32.ue8m0",
+    )
+    .unwrap();
+    assert_eq!(
+        mx8.id(),
+        "m16n8k32.kind::mxf8f6f4.block_scale.scale_vec::1X.f32.e3m2.e2m1.f32.ue8m0"
+    );
+    // kind::mxf4nvf4 has no default (ptxas requires the qualifier: rejected.rs).
+    assert!(
+        find(
+            "mma.sync.aligned.m16n8k64.row.col.kind::mxf4nvf4.block_scale.f32.e2m1.e2m1.f32.ue8m0"
+        )
+        .is_none()
+    );
+}

@@ -213,6 +213,16 @@ fn dense() -> Vec<Rejected> {
         },
         entry(
             regs!(
+                "mma.sync.aligned.m16n8k64.row.col.kind::mxf4nvf4.block_scale.f32.e2m1.e2m1.f32.ue8m0",
+                ", %sa, {0, 0}, %sb, {0, 0};"
+            ),
+            "sm_120a",
+            ".scale_vec_size modifier required for instruction 'mma'",
+            "kind::mxf4nvf4 names its scale vector: .scale_vec::2X or .scale_vec::4X (kind::mxf4 \
+             defaults to 2X and kind::mxf8f6f4 to 1X)",
+        ),
+        entry(
+            regs!(
                 "mma.sync.aligned.m16n8k32.row.col.kind::mxf8f6f4.block_scale.scale_vec::1X.f32.e4m3.e4m3.f32.e8m0",
                 ", %sa, {0, 0}, %sb, {0, 0};"
             ),
