@@ -18,7 +18,7 @@
 
 use fp4probe::device::{BackendKind, DeviceInfo};
 use fp4probe::formats::ElemType;
-use fp4probe::isa::{Operand, Target, Variant, catalog, find};
+use fp4probe::isa::{Operand, Target, Variant, find, probed};
 use fp4probe::probe::bench::{
     self, BenchReport, CheckStatus, KernelShape, PointResult, PointStatus, Settings, Stat,
     Toolchain, bench_inputs, bench_kernel, bench_target, check_loop, in_words_per_lane, parse_sass,
@@ -82,14 +82,14 @@ fn assemble_all(tc: &Toolchain, variants: &[Variant], cc: (u32, u32)) -> Vec<Str
 #[test]
 fn every_sm90_variant_bench_kernel_assembles_for_sm_90() {
     let Some(tc) = toolchain(false) else { return };
-    let variants: Vec<Variant> = catalog()
+    let variants: Vec<Variant> = probed()
         .into_iter()
         .filter(|v| v.min_target.runs_on((9, 0)))
         .collect();
     assert_eq!(
         variants.len(),
         64,
-        "the catalog has 64 variants that run on sm_90"
+        "the catalog has 64 probed variants that run on sm_90"
     );
     let start = std::time::Instant::now();
     let failures = assemble_all(&tc, &variants, (9, 0));
@@ -104,7 +104,7 @@ fn every_sm90_variant_bench_kernel_assembles_for_sm_90() {
 #[test]
 fn every_sm120a_variant_bench_kernel_assembles_for_sm_120a() {
     let Some(tc) = toolchain(false) else { return };
-    let variants: Vec<Variant> = catalog()
+    let variants: Vec<Variant> = probed()
         .into_iter()
         .filter(|v| v.min_target == Target::sm_a(12, 0))
         .collect();
@@ -359,14 +359,14 @@ fn f16_accumulators_cannot_overflow() {
             .fold(0.0f64, |m, x| m.max(x.abs()))
     };
     let mut seen = 0;
-    for v in catalog().iter().filter(|v| v.d == ElemType::F16) {
+    for v in probed().iter().filter(|v| v.d == ElemType::F16) {
         let inc = v.shape.k as f64 * max(v.a) * max(v.b);
         assert!(inc < 16.0, "{}: increment up to {inc}", v.id());
         seen += 1;
     }
     assert!(seen > 0);
     // Every value is exact in its type, and none is zero.
-    for v in catalog() {
+    for v in probed() {
         for (t, vals) in [
             (v.a, bench::ab_values(v.a)),
             (v.b, bench::ab_values(v.b)),

@@ -15,7 +15,7 @@ use fp4probe::codegen::{self, Options, cpp_name, nvrtc, operand_data};
 use fp4probe::device::emulator::Emulator;
 use fp4probe::device::{Backend, BackendKind, Batch};
 use fp4probe::generated::VARIANTS;
-use fp4probe::isa::{Operand, ScaleSelectors, Target, Variant, catalog};
+use fp4probe::isa::{Operand, ScaleSelectors, Target, Variant, probed};
 use fp4probe::tools;
 use std::path::{Path, PathBuf};
 
@@ -58,16 +58,16 @@ fn generation_is_deterministic_and_prefers_hardware() {
     let (a, _) = generated();
     let (b, _) = generated();
     assert_eq!(a.files, b.files);
-    // One header per catalog variant, plus the common and umbrella headers, the Rust module
-    // and one shared scale header per block-scale placement (scale_vec 1X, 2X, 4X of m16n8);
-    // the wgmma files are counted in tests/codegen_wgmma.rs.
-    assert_eq!(a.sources.len(), catalog().len());
+    // One header per probed catalog variant, plus the common and umbrella headers, the Rust
+    // module and one shared scale header per block-scale placement (scale_vec 1X, 2X, 4X of
+    // m16n8); the wgmma files are counted in tests/codegen_wgmma.rs.
+    assert_eq!(a.sources.len(), probed().len());
     let mma_files = a
         .files
         .iter()
         .filter(|f| !f.shown.contains("/wgmma"))
         .count();
-    assert_eq!(mma_files, catalog().len() + 3 + 3);
+    assert_eq!(mma_files, probed().len() + 3 + 3);
     let scale_headers: Vec<&str> = a
         .files
         .iter()
@@ -396,7 +396,7 @@ fn headers_and_tile_kernel_compile_for_sm_90_and_assemble() {
     if !nvrtc_or_skip(test) {
         return;
     }
-    let sm90: Vec<Variant> = catalog()
+    let sm90: Vec<Variant> = probed()
         .into_iter()
         .filter(|v| v.min_target.runs_on((9, 0)))
         .collect();
@@ -418,10 +418,10 @@ fn headers_and_tile_kernel_compile_for_sm_120a_and_assemble() {
     if !nvrtc_or_skip(test) {
         return;
     }
-    // sm_120a runs every catalog variant, except the one that needs a newer PTX ISA than
+    // sm_120a runs every probed catalog variant, except the one that needs a newer PTX ISA than
     // this NVRTC might write (mxf4nvf4 4X with ue8m0 scales needs PTX ISA 9.1).
     let nv = nvrtc::load().unwrap();
-    let all: Vec<Variant> = catalog()
+    let all: Vec<Variant> = probed()
         .into_iter()
         .filter(|v| v.min_target.runs_on((12, 0)))
         .filter(|v| nv.version >= (13, 1) || v.min_ptx <= (9, 0))

@@ -3,7 +3,7 @@
 //! inference handles synthetic tables, and placement faults are reported rather than hidden.
 
 use fp4probe::device::emulator::Emulator;
-use fp4probe::isa::{Variant, catalog, find};
+use fp4probe::isa::{Variant, find, probed};
 use fp4probe::layout::documented::documented;
 use fp4probe::probe::container::{
     ContainerReport, Coverage, FloatFormat, Specials, Summary, Sweep, Table, analyse,
@@ -318,7 +318,7 @@ fn misplaced_elements_are_reported_not_hidden() {
 
 #[test]
 fn one_representative_per_input_type() {
-    let reps = representatives(&catalog());
+    let reps = representatives(&probed());
     let ids: Vec<String> = reps.iter().map(|v| v.id()).collect();
     // f16, bf16, tf32, s8, u8, s4, u4, b1, e4m3, e5m2, 5 x f8f6f4, 5 x mxf8f6f4, mxf4, mxf4nvf4.
     assert_eq!(reps.len(), 22, "{ids:#?}");

@@ -10,7 +10,7 @@
 use fp4probe::device::emulator::Emulator;
 use fp4probe::device::{Backend, Batch};
 use fp4probe::formats::ElemType;
-use fp4probe::isa::{Operand, ScaleSelectors, Variant, catalog};
+use fp4probe::isa::{Operand, ScaleSelectors, Variant, probed};
 
 #[path = "support/gpu.rs"]
 mod gpu_support;
@@ -79,7 +79,7 @@ fn gpu_matches_emulator_on_every_supported_variant() {
     eprintln!("device: {:?}", gpu.info());
     let mut rng = Rng(0x5EED_F4F4);
     let (mut passed, mut skipped, mut failed) = (0, 0, Vec::new());
-    for v in catalog() {
+    for v in probed() {
         if let Err(why) = gpu.check_supported(&v) {
             eprintln!("SKIP {}: {why:#}", v.id());
             skipped += 1;
@@ -136,7 +136,7 @@ fn sm120a_variant_is_refused_on_other_devices() {
         .info()
         .compute_capability
         .expect("hardware reports a compute capability");
-    let v = catalog()
+    let v = probed()
         .into_iter()
         .find(|v| v.min_target.to_string() == "sm_120a")
         .expect("catalog has sm_120a variants");

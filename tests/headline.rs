@@ -78,7 +78,7 @@ fn a_shape_alone_probes_every_match_and_summarises() {
     ]);
     let t = text(&o);
     assert!(o.status.success(), "{t}");
-    let n = fp4probe::isa::catalog()
+    let n = fp4probe::isa::probed()
         .iter()
         .filter(|v| v.shape.to_string() == "m16n8k32")
         .count();

@@ -3,7 +3,7 @@
 //! to the permutation symmetry, and exactly once the labelling convention is applied.
 
 use fp4probe::device::emulator::Emulator;
-use fp4probe::isa::{Operand, Variant, catalog, find};
+use fp4probe::isa::{Operand, Variant, find, probed};
 use fp4probe::layout::convention::Structure;
 use fp4probe::layout::documented::documented;
 use fp4probe::layout::{Coord, Layout, SlotSpace};
@@ -13,7 +13,7 @@ use fp4probe::probe::fragment::{SplitMix, probe};
 fn inference_recovers_every_documented_layout_exactly() {
     let emu = Emulator::new();
     let mut failures = Vec::new();
-    for v in catalog() {
+    for v in probed() {
         let out = probe(&emu, &v, 7).expect("probe runs");
         match &out.layout {
             Ok(l)

@@ -1,4 +1,5 @@
-//! `fp4probe catalog --family wgmma|mma|all`, driven as a user would; no GPU needed.
+//! `fp4probe catalog --family wgmma|mma|all`, driven as a user would; no GPU needed
+//! (tests/catalog.rs covers the other families).
 
 mod common;
 use common::{fp4probe, text};
@@ -128,14 +129,17 @@ fn rejected_lists_the_wgmma_near_misses() {
     assert!(!t.contains("mma.sync.aligned"), "{t}");
 }
 
-/// `--family mma` is the default and lists `mma.sync` only; `all` lists both.
+/// `--family mma` is the default and lists `mma.sync` and `mma.sp` only; `all` lists every
+/// family.
 #[test]
 fn families_mma_and_all() {
     let plain = fp4probe(&["catalog"]);
     let mma = fp4probe(&["catalog", "--family", "mma"]);
     assert!(plain.status.success() && mma.status.success());
     assert_eq!(plain.stdout, mma.stdout);
-    assert!(!String::from_utf8_lossy(&plain.stdout).contains("wgmma"));
+    let t = String::from_utf8_lossy(&plain.stdout);
+    assert!(!t.contains("wgmma variant (catalog id)"), "{t}");
+    assert!(!t.contains("ldmatrix variant (catalog id)"), "{t}");
 
     let j = json(&["catalog", "--family", "all", "--json"]);
     assert_eq!(j["family"], "all");
@@ -147,12 +151,31 @@ fn families_mma_and_all() {
         j["wgmma"]["variants"].as_array().unwrap().len(),
         wgmma::catalog().len()
     );
+    let moves = fp4probe::isa::matrix::catalog();
+    for op in ["ldmatrix", "stmatrix", "movmatrix"] {
+        assert_eq!(
+            j[op]["variants"].as_array().unwrap().len(),
+            moves.iter().filter(|v| v.op.name() == op).count(),
+            "{op}"
+        );
+    }
     let t = text(&fp4probe(&["catalog", "--family", "all"]));
-    assert!(
-        t.contains(&format!("{} variants.", fp4probe::isa::catalog().len()))
-            && t.contains(&format!("{} wgmma variants.", wgmma::catalog().len())),
-        "{t}"
-    );
+    let count = |family| {
+        fp4probe::isa::catalog()
+            .iter()
+            .filter(|v| v.family() == family)
+            .count()
+    };
+    for want in [
+        format!("{} mma.sync variants", count("mma.sync")),
+        format!("{} mma.sp variants", count("mma.sp")),
+        format!("{} wgmma variants.", wgmma::catalog().len()),
+        "18 ldmatrix variants".to_string(),
+        "9 stmatrix variants".to_string(),
+        "1 movmatrix variants".to_string(),
+    ] {
+        assert!(t.contains(&want), "{want}:\n{t}");
+    }
 }
 
 #[test]
@@ -162,7 +185,7 @@ fn an_unknown_family_is_a_usage_error() {
     let t = text(&o);
     assert!(
         t.contains("invalid value 'foo' for '--family <FAMILY>'")
-            && t.contains("[possible values: mma, wgmma, all]"),
+            && t.contains("[possible values: mma, ldmatrix, stmatrix, movmatrix, wgmma, all]"),
         "{t}"
     );
 }

@@ -82,6 +82,12 @@ impl OperandView {
                  instruction); `fp4probe catalog` lists the variants"
             )
         })?;
+        if let Some(why) = variant.not_probed() {
+            bail!(
+                "no built-in tables for {}: it is not probed: {why}",
+                variant.id()
+            );
+        }
         let t = tables::lookup(&variant.id())
             .with_context(|| format!("no built-in tables for {}", variant.id()))?;
         let ot = t.operand(op);

@@ -39,7 +39,8 @@ pub struct Cli {
 }
 
 const EXAMPLES: &str = "Examples:
-  fp4probe catalog                                  every mma.sync variant, and what runs here
+  fp4probe catalog                                  every mma.sync/mma.sp variant, what runs here
+  fp4probe catalog --family all                     every family (ldmatrix, wgmma, ...), counted
   fp4probe catalog --rejected                       spellings ptxas rejects, with its message
   fp4probe fragment --variant m16n8k16.f32.bf16.bf16.f32
   fp4probe fragment --shape m16n8k32 --kind mxf8f6f4 --a e2m1 --b e2m1 --backend emulator
@@ -87,8 +88,9 @@ fn after_help() -> String {
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
-    /// List every mma.sync variant from sm_80 to sm_120a (and, with --family wgmma, every
-    /// sm_90a wgmma.mma_async variant): registers, containers, targets.
+    /// List every mma.sync and mma.sp variant from sm_75 to sm_120a (with --family, the
+    /// ldmatrix, stmatrix, movmatrix or sm_90a wgmma.mma_async variants): registers,
+    /// containers, targets, and each family's count.
     Catalog(catalog::Args),
     /// Measure slot → (row, col) maps of A, B, C and D by one-hot experiments, then validate.
     Fragment(fragment::Args),

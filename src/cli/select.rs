@@ -87,11 +87,19 @@ impl VariantArgs {
     }
 
     /// The variants asked for: the one `--variant` names, every variant the qualifiers match,
-    /// or (`--all` alone) the whole catalog.
+    /// or (`--all` alone) the whole catalog; in each case only what the probes run. A variant
+    /// named that they do not run is an error with the reason; in a selection such variants
+    /// are left out with a note on stderr, and a selection of nothing else is an error.
     pub fn select(&self) -> Result<Vec<Variant>> {
         if let Some(id) = &self.variant {
             return match crate::isa::find(id) {
-                Some(v) => Ok(vec![v]),
+                Some(v) => match v.not_probed() {
+                    None => Ok(vec![v]),
+                    Some(why) => bail!(
+                        "{} is catalogued (ptxas assembles it) but not probed: {why}",
+                        v.id()
+                    ),
+                },
                 None => bail!(
                     "'{id}' is not in the catalog; give a catalog id or the PTX instruction as \
                      written (`fp4probe catalog` lists every id, `fp4probe catalog --rejected` \
@@ -109,7 +117,16 @@ impl VariantArgs {
         if found.is_empty() {
             bail!("no catalog variant matches; `fp4probe catalog` lists them");
         }
-        Ok(found)
+        let (probed, skipped): (Vec<Variant>, Vec<Variant>) =
+            found.into_iter().partition(|v| v.not_probed().is_none());
+        if !skipped.is_empty() {
+            let note = not_probed_note(&skipped);
+            if probed.is_empty() {
+                bail!("no selected variant is probed: {note}");
+            }
+            eprintln!("note: left out {note}");
+        }
+        Ok(probed)
     }
 
     /// How `variants` (a selection of several) could be narrowed: each qualifier on which they
@@ -157,6 +174,23 @@ impl VariantArgs {
         );
         out
     }
+}
+
+/// `N catalogued variants the probes do not run (`fp4probe catalog` lists them):` and one line
+/// per reason with its count.
+fn not_probed_note(skipped: &[Variant]) -> String {
+    let mut why: std::collections::BTreeMap<&str, usize> = Default::default();
+    for v in skipped {
+        *why.entry(v.not_probed().unwrap_or_default()).or_default() += 1;
+    }
+    let mut s = format!(
+        "{} variants that are catalogued (ptxas assembles them) but not probed:",
+        skipped.len()
+    );
+    for (reason, n) in why {
+        s += &format!("\n  {n} x {reason}");
+    }
+    s
 }
 
 /// The instruction family a command works on.

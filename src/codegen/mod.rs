@@ -190,6 +190,14 @@ pub fn select_maps(opts: &Options) -> Result<(Vec<Source>, Vec<String>)> {
                 continue;
             }
             let variant = map.variant()?;
+            // The headers' wrappers and tables model the probed variants' operands only.
+            if let Some(why) = variant.not_probed() {
+                notes.push(format!(
+                    "skipped {shown}: {} is not probed: {why}",
+                    variant.id()
+                ));
+                continue;
+            }
             let scale = if variant.scale.is_some() {
                 let path = file.with_extension("scale.json");
                 match ScaleMap::load(&path) {

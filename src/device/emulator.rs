@@ -116,8 +116,12 @@ impl Backend for Emulator {
         &self.info
     }
 
-    fn check_supported(&self, _v: &Variant) -> Result<()> {
-        Ok(())
+    fn check_supported(&self, v: &Variant) -> Result<()> {
+        // The documented layouts it runs cover the probed variants only.
+        match v.not_probed() {
+            Some(why) => bail!("{} is not probed: {why}", v.id()),
+            None => Ok(()),
+        }
     }
 
     fn run(&self, v: &Variant, sel: ScaleSelectors, batch: &Batch) -> Result<DWords> {

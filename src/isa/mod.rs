@@ -1,15 +1,23 @@
-//! The catalog of `mma.sync` variants: what each one is, how many registers each operand takes,
-//! how wide an element's container is, the minimum target, and the exact PTX text.
+//! The catalog of warp-level `mma` variants (`mma.sync` and the sparse `mma.sp`): what each one
+//! is, how many registers each operand takes, how wide an element's container is, the minimum
+//! target, and the exact PTX text. The warp-level data movement beside them (`ldmatrix`,
+//! `stmatrix`, `movmatrix`) is catalogued in [`matrix`].
 //!
 //! A variant's id is its PTX qualifier string without `mma.sync.aligned.` and `.row.col`
 //! (for example `m16n8k32.kind::mxf8f6f4.block_scale.scale_vec::1X.f32.e2m1.e2m1.f32.ue8m0`);
 //! that is the catalog's own spelling, used in JSON, file names (with `::` as `_`) and the CLI.
+//! The sparse forms start with their variant qualifier (`sp.m16n8k32.f32.f16.f16.f32`,
+//! `sp::ordered_metadata.m16n8k64.kind::f8f6f4.f32.e4m3.e4m3.f32`), as the sparse wgmma ids
+//! do; m8n8k4 with f16, the one shape with a choice of layouts, names them after the shape
+//! (`m8n8k4.col.row.f32.f16.f16.f32`).
 
 mod catalog;
+pub mod matrix;
+pub mod module;
 mod rejected;
 mod target;
 
-pub use catalog::catalog;
+pub use catalog::{catalog, probed};
 pub use rejected::{Rejected, rejected_spellings};
 pub use target::Target;
 
@@ -99,6 +107,51 @@ pub struct BlockScale {
     pub stype: ElemType,
 }
 
+/// Row- or column-major storage of A or B (`.row`, `.col`). Every shape is `.row.col` but
+/// m8n8k4 with f16, which takes either for each.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Major {
+    #[default]
+    Row,
+    Col,
+}
+
+impl Major {
+    pub fn ptx(self) -> &'static str {
+        match self {
+            Major::Row => "row",
+            Major::Col => "col",
+        }
+    }
+}
+
+/// B's default layout: `.col`.
+fn col() -> Major {
+    Major::Col
+}
+
+/// The sparse forms of `mma`: A is 2:4 structured-sparse and holds only its non-zero half, and
+/// a metadata register says where each kept element sits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Sparsity {
+    /// `mma.sp`.
+    #[serde(rename = "sp")]
+    Sp,
+    /// `mma.sp::ordered_metadata` (PTX 8.5): the only sparse form of the sm_120a kinds.
+    #[serde(rename = "sp::ordered_metadata")]
+    OrderedMetadata,
+}
+
+impl Sparsity {
+    pub fn ptx(self) -> &'static str {
+        match self {
+            Sparsity::Sp => "sp",
+            Sparsity::OrderedMetadata => "sp::ordered_metadata",
+        }
+    }
+}
+
 /// The single-bit operations of `b1` variants.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -107,10 +160,18 @@ pub enum BitOp {
     Xor,
 }
 
-/// One `mma.sync` variant.
+/// One `mma.sync` or `mma.sp` variant.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Variant {
+    /// `None` for `mma.sync`; the sparse variant qualifier of `mma.sp`.
+    #[serde(default)]
+    pub sparse: Option<Sparsity>,
     pub shape: Shape,
+    /// Layouts of A and B: `.row.col` but for m8n8k4 with f16.
+    #[serde(default)]
+    pub alayout: Major,
+    #[serde(default = "col")]
+    pub blayout: Major,
     pub kind: Kind,
     pub a: ElemType,
     pub b: ElemType,
@@ -119,7 +180,9 @@ pub struct Variant {
     pub scale: Option<BlockScale>,
     pub bitop: Option<BitOp>,
     pub satfinite: bool,
-    /// The oldest target whose ptxas accepts it (`sm_80`, `sm_89`, `sm_90`, `sm_120a`).
+    /// The oldest target whose ptxas accepts it (`sm_75`, `sm_80`, `sm_89`, `sm_90`,
+    /// `sm_120a`). ptxas 13.5 knows no target older than sm_75, so variants of sm_70 (m8n8k4
+    /// with f16) say sm_75.
     pub min_target: Target,
     /// The oldest PTX ISA version that has it, as (major, minor): 8.7 for most (the probe
     /// modules' default), 9.1 for `mxf4nvf4` 4X with ue8m0 scales (ptxas says so).
@@ -156,7 +219,8 @@ pub struct Fragment {
     /// 32, or 64 for f64 registers.
     pub reg_bits: u32,
     pub regs: u32,
-    /// (rows, cols) of the operand matrix: A is m×k, B is k×n, C and D are m×n.
+    /// (rows, cols) of the operand matrix: A is m×k, B is k×n, C and D are m×n. The A of a
+    /// sparse variant is what its registers hold: the m×k/2 kept elements.
     pub rows: u32,
     pub cols: u32,
 }
@@ -216,9 +280,16 @@ impl Fragment {
 }
 
 impl Variant {
-    /// The catalog id: the PTX qualifiers without `mma.sync.aligned.` and `.row.col`.
-    pub fn id(&self) -> String {
-        let mut s = self.shape.to_string();
+    /// Whether the layouts of A and B are a choice the id and the opcode spell: only m8n8k4
+    /// with f16 has one.
+    fn layout_choice(&self) -> bool {
+        self.shape == (Shape { m: 8, n: 8, k: 4 }) && self.a == ElemType::F16
+    }
+
+    /// The qualifiers after the shape and the layouts: kind, block scaling, `.satfinite`, the
+    /// types, the scale type and the b1 operation.
+    fn qualifiers(&self) -> String {
+        let mut s = String::new();
         if let Some(k) = self.kind.ptx() {
             s += &format!(".kind::{k}");
         }
@@ -241,16 +312,100 @@ impl Variant {
         s
     }
 
+    /// The catalog id: the PTX qualifiers without `mma.sync.aligned.` and `.row.col`.
+    pub fn id(&self) -> String {
+        let mut s = String::new();
+        if let Some(sp) = self.sparse {
+            s += sp.ptx();
+            s += ".";
+        }
+        s += &self.shape.to_string();
+        if self.layout_choice() {
+            s += &format!(".{}.{}", self.alayout.ptx(), self.blayout.ptx());
+        }
+        s + &self.qualifiers()
+    }
+
     /// File-name stem: the id with `::` as `_`.
     pub fn file_stem(&self) -> String {
         self.id().replace("::", "_")
     }
 
-    /// The full PTX opcode, e.g. `mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32`.
+    /// The full PTX opcode, e.g. `mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32` or
+    /// `mma.sp::ordered_metadata.sync.aligned.m16n8k32.row.col.f32.f16.f16.f32`.
     pub fn opcode(&self) -> String {
-        let id = self.id();
-        let (shape, rest) = id.split_once('.').expect("id has qualifiers");
-        format!("mma.sync.aligned.{shape}.row.col.{rest}")
+        let sp = self
+            .sparse
+            .map(|s| format!(".{}", s.ptx()))
+            .unwrap_or_default();
+        format!(
+            "mma{sp}.sync.aligned.{}.{}.{}{}",
+            self.shape,
+            self.alayout.ptx(),
+            self.blayout.ptx(),
+            self.qualifiers()
+        )
+    }
+
+    /// The instruction family as `fp4probe catalog` groups it: `mma.sync` or `mma.sp`.
+    pub fn family(&self) -> &'static str {
+        if self.sparse.is_some() {
+            "mma.sp"
+        } else {
+            "mma.sync"
+        }
+    }
+
+    /// Why the lane-map probes do not run this variant, or `None` when they do. The probes,
+    /// the emulator, codegen and bench share one model of an instruction's operands; what it
+    /// cannot express is catalogued (ptxas assembles it) and skipped by them, saying this.
+    pub fn not_probed(&self) -> Option<&'static str> {
+        if self.sparse.is_some() {
+            return Some(
+                "the lane-map probes, the emulator and codegen do not model the metadata \
+                 operand of mma.sp",
+            );
+        }
+        if self.layout_choice() {
+            return Some(
+                "m8n8k4 with f16 computes four 8x8x4 products per warp, one per quad pair, \
+                 which the lane-map probes do not model",
+            );
+        }
+        if self.shape.m == 8 && self.a != ElemType::F64 {
+            return Some("the lane-map probes cover the m8n8 shapes only for f64");
+        }
+        None
+    }
+
+    /// Products one warp computes: 4 for m8n8k4 with f16 (one per quad pair of lanes), else 1.
+    pub fn products_per_warp(&self) -> u32 {
+        if self.layout_choice() { 4 } else { 1 }
+    }
+
+    /// Valid values of a sparse variant's sparsity selector (the immediate after the metadata
+    /// register: which threads of each group supply metadata), as ptxas 13.5 enforces them;
+    /// 0 for a dense variant.
+    pub fn sparsity_selectors(&self) -> u32 {
+        if self.sparse.is_none() {
+            return 0;
+        }
+        // 0..3 at the smaller K of f16, bf16 and tf32 (and for m16n8k32 f16 with f32
+        // accumulators, where ptxas takes what it refuses with f16 ones); 0..1 at the larger K
+        // of those and the smaller K of the integer types; only 0 at the larger integer K, for
+        // FP8 and for every sm_120a kind.
+        let (k, a) = (self.shape.k, self.a);
+        match a {
+            ElemType::F16 if k == 16 => 4,
+            ElemType::F16 if self.d == ElemType::F32 => 4,
+            ElemType::F16 | ElemType::Bf16 if k == 32 => 2,
+            ElemType::Bf16 => 4,
+            ElemType::Tf32 if k == 8 => 4,
+            ElemType::Tf32 => 2,
+            ElemType::S8 | ElemType::U8 if k == 32 => 2,
+            ElemType::S4 | ElemType::U4 if k == 64 => 2,
+            _ => 1,
+        }
     }
 
     /// Element container width of each operand's elements inside registers.
@@ -262,17 +417,29 @@ impl Variant {
         }
     }
 
+    /// The PTX register type an operand's registers are declared with: `.f64`, `.f32` (f32
+    /// accumulators), `.s32` (integer accumulators), else `.b32`.
+    pub fn reg_type(&self, op: Operand) -> &'static str {
+        match self.fragment(op).elem.ptx() {
+            "f64" => "f64",
+            "f32" if matches!(op, Operand::C | Operand::D) => "f32",
+            "s32" => "s32",
+            _ => "b32",
+        }
+    }
+
     pub fn fragment(&self, op: Operand) -> Fragment {
         let Shape { m, n, k } = self.shape;
+        let a_cols = if self.sparse.is_some() { k / 2 } else { k };
         let (elem, rows, cols) = match op {
-            Operand::A => (self.a, m, k),
+            Operand::A => (self.a, m, a_cols),
             Operand::B => (self.b, k, n),
             Operand::C => (self.c, m, n),
             Operand::D => (self.d, m, n),
         };
         let container_bits = self.container_bits(op, elem);
         let reg_bits = container_bits.max(32);
-        let regs = rows * cols * container_bits / (32 * reg_bits);
+        let regs = rows * cols * container_bits * self.products_per_warp() / (32 * reg_bits);
         Fragment {
             elem,
             container_bits,
@@ -290,11 +457,13 @@ impl Variant {
     }
 
     pub fn flops(&self) -> u64 {
-        2 * (self.shape.m * self.shape.n * self.shape.k) as u64
+        2 * (self.shape.m * self.shape.n * self.shape.k * self.products_per_warp()) as u64
     }
 
-    /// Operand text of the instruction with the given register names, including the scale
-    /// operands and their `{byte-id, thread-id}` selectors where the variant is block-scaled.
+    /// Operand text of the instruction with the given register names: for a sparse variant
+    /// the metadata register and the sparsity selector follow C, and for a block-scaled one
+    /// the scale operands and their `{byte-id, thread-id}` selectors come last (immediates from
+    /// `selectors`, or the `.u16` registers of [`OperandRegs::selector_regs`]).
     pub fn instruction(&self, regs: &OperandRegs, selectors: ScaleSelectors) -> String {
         let list = |v: &[String]| format!("{{{}}}", v.join(", "));
         let mut s = format!(
@@ -305,15 +474,23 @@ impl Variant {
             list(&regs.b),
             list(&regs.c)
         );
+        if self.sparse.is_some() {
+            s += &format!(", {}, {}", regs.meta, regs.sparsity_selector);
+        }
         if self.scale.is_some() {
+            let [byte_a, thread_a, byte_b, thread_b] = match &regs.selector_regs {
+                Some(r) => r.clone(),
+                None => [
+                    selectors.byte_a,
+                    selectors.thread_a,
+                    selectors.byte_b,
+                    selectors.thread_b,
+                ]
+                .map(|x| x.to_string()),
+            };
             s += &format!(
-                ", {}, {{{}, {}}}, {}, {{{}, {}}}",
-                regs.scale_a,
-                selectors.byte_a,
-                selectors.thread_a,
-                regs.scale_b,
-                selectors.byte_b,
-                selectors.thread_b
+                ", {}, {{{byte_a}, {thread_a}}}, {}, {{{byte_b}, {thread_b}}}",
+                regs.scale_a, regs.scale_b,
             );
         }
         s + ";"
@@ -329,6 +506,13 @@ pub struct OperandRegs {
     pub d: Vec<String>,
     pub scale_a: String,
     pub scale_b: String,
+    /// The metadata register of a sparse variant (PTX's operand `e`).
+    pub meta: String,
+    /// The sparsity selector of a sparse variant (PTX's operand `f`, an immediate).
+    pub sparsity_selector: u32,
+    /// `.u16` (or `.b16`) registers holding `[byte-id-a, thread-id-a, byte-id-b, thread-id-b]`,
+    /// given in place of the immediate selectors: ptxas takes either.
+    pub selector_regs: Option<[String; 4]>,
 }
 
 /// Immediate `{byte-id, thread-id}` selectors of the scale operands.
@@ -358,11 +542,13 @@ pub fn find(text: &str) -> Option<Variant> {
 }
 
 /// What identifies an instruction spelling whatever the order of its qualifiers: the set of
-/// non-type qualifiers (shape, `kind::`, `block_scale`, `scale_vec::`, `satfinite`, the b1
-/// operation), and the type qualifiers in their order (D, A, B, C, then the scale type: their
-/// position is their meaning). `mma`, `sync`, `aligned`, `row` and `col` name nothing that tells
-/// catalog variants apart; the operand list after the opcode and a final `;` are ignored.
-/// `None` when the text holds no shape.
+/// non-type qualifiers (`sp` or `sp::ordered_metadata`, shape, `kind::`, `block_scale`,
+/// `scale_vec::`, its default where it is left out, `satfinite`, the b1 operation), the
+/// layouts unless they are `.row.col` (or
+/// absent), and the type qualifiers in their order (D, A, B, C, then the scale type: their
+/// position is their meaning). `mma`, `sync` and `aligned` name nothing that tells catalog
+/// variants apart; the operand list after the opcode and a final `;` are ignored. `None` when
+/// the text holds no shape.
 fn spelling_key(text: &str) -> Option<(std::collections::BTreeSet<String>, Vec<ElemType>)> {
     let opcode = text
         .trim()
@@ -371,10 +557,16 @@ fn spelling_key(text: &str) -> Option<(std::collections::BTreeSet<String>, Vec<E
         .next()?;
     let mut quals = std::collections::BTreeSet::new();
     let mut types = Vec::new();
+    let mut layouts = Vec::new();
     for tok in opcode.split('.').filter(|t| !t.is_empty()) {
         let tok = tok.replace("::", "_");
-        if matches!(tok.as_str(), "mma" | "sync" | "aligned" | "row" | "col") {
-            continue;
+        match tok.as_str() {
+            "mma" | "sync" | "aligned" => continue,
+            "row" | "col" => {
+                layouts.push(tok);
+                continue;
+            }
+            _ => {}
         }
         match tok.parse::<ElemType>() {
             Ok(t) => types.push(t),
@@ -383,6 +575,21 @@ fn spelling_key(text: &str) -> Option<(std::collections::BTreeSet<String>, Vec<E
             }
         }
     }
+    if !layouts.is_empty() && layouts != ["row", "col"] {
+        quals.insert(format!("layout {}", layouts.join(".")));
+    }
+    // Without `.scale_vec::NX`, kind::mxf4 means 2X and kind::mxf8f6f4 1X (the PTX ISA's
+    // defaults, which ptxas applies); kind::mxf4nvf4 has none.
+    if quals.contains("block_scale") && !quals.iter().any(|q| q.starts_with("scale_vec_")) {
+        let default = if quals.contains("kind_mxf4") {
+            Some("scale_vec_2X")
+        } else if quals.contains("kind_mxf8f6f4") {
+            Some("scale_vec_1X")
+        } else {
+            None
+        };
+        quals.extend(default.map(String::from));
+    }
     quals
         .iter()
         .any(|q| q.parse::<Shape>().is_ok())
@@ -390,98 +597,4 @@ fn spelling_key(text: &str) -> Option<(std::collections::BTreeSet<String>, Vec<E
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn register_counts_match_the_isa() {
-        let cat = catalog();
-        let get = |id: &str| {
-            cat.iter()
-                .find(|v| v.id() == id)
-                .unwrap_or_else(|| panic!("{id} missing"))
-                .clone()
-        };
-        let regs = |v: &Variant| {
-            (
-                v.fragment(Operand::A).regs,
-                v.fragment(Operand::B).regs,
-                v.fragment(Operand::C).regs,
-            )
-        };
-        assert_eq!(regs(&get("m16n8k16.f32.f16.f16.f32")), (4, 2, 4));
-        assert_eq!(regs(&get("m16n8k16.f16.f16.f16.f16")), (4, 2, 2));
-        assert_eq!(regs(&get("m16n8k8.f32.tf32.tf32.f32")), (4, 2, 4));
-        assert_eq!(regs(&get("m8n8k4.f64.f64.f64.f64")), (1, 1, 2));
-        assert_eq!(regs(&get("m16n8k16.f64.f64.f64.f64")), (8, 4, 4));
-        assert_eq!(regs(&get("m16n8k32.s32.s8.s8.s32")), (4, 2, 4));
-        assert_eq!(regs(&get("m16n8k64.s32.s4.s4.s32")), (4, 2, 4));
-        assert_eq!(regs(&get("m16n8k256.s32.b1.b1.s32.and.popc")), (4, 2, 4));
-        // The FP4 mistake the seed article made: 4 A and 2 B registers, not 2 and 1.
-        let mx = get("m16n8k32.kind::mxf8f6f4.block_scale.scale_vec::1X.f32.e2m1.e2m1.f32.ue8m0");
-        assert_eq!(regs(&mx), (4, 2, 4));
-        assert_eq!(mx.fragment(Operand::A).container_bits, 8);
-        let nv = get("m16n8k64.kind::mxf4nvf4.block_scale.scale_vec::4X.f32.e2m1.e2m1.f32.ue4m3");
-        assert_eq!(regs(&nv), (4, 2, 4));
-        assert_eq!(nv.fragment(Operand::A).container_bits, 4);
-    }
-
-    #[test]
-    fn container_insert_extract_roundtrip() {
-        let v = find("m16n8k32.kind::f8f6f4.f32.e2m1.e2m1.f32").unwrap();
-        let fa = v.fragment(Operand::A);
-        let mut w = vec![0u32; fa.words_per_lane() as usize];
-        fa.insert(&mut w, 1, 2, 0x2);
-        // 1.0 as e2m1 sits in bits 5..2 of byte 2 of register 1: 0x08 << 16.
-        assert_eq!(w[1], 0x0008_0000);
-        assert_eq!(fa.extract(&w, 1, 2), 0x2);
-    }
-
-    #[test]
-    fn ptx_spellings_find_their_variant() {
-        let bf16 = find("m16n8k16.f32.bf16.bf16.f32").unwrap();
-        for text in [
-            "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
-            "  mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%f0, %f1, %f2, %f3}, {%r0, %r1, %r2, %r3}, {%r4, %r5}, {%f4, %f5, %f6, %f7};",
-            "mma.sync.aligned.row.col.m16n8k16.f32.bf16.bf16.f32;",
-        ] {
-            assert_eq!(find(text).as_ref(), Some(&bf16), "{text}");
-        }
-        let nv = find("m16n8k64.kind::mxf4nvf4.block_scale.scale_vec::4X.f32.e2m1.e2m1.f32.ue4m3");
-        assert_eq!(
-            find(
-                "mma.sync.aligned.m16n8k64.row.col.kind::mxf4nvf4.block_scale.scale_vec::4X.f32.e2m1.e2m1.f32.ue4m3"
-            ),
-            nv
-        );
-        assert_eq!(
-            find(
-                "mma.sync.aligned.kind::mxf4nvf4.m16n8k64.row.col.scale_vec::4X.block_scale.f32.e2m1.e2m1.f32.ue4m3"
-            ),
-            nv
-        );
-        // Types are positional: swapping A and B names another variant, or none.
-        let e4e5 = find("m16n8k32.f32.e4m3.e5m2.f32").unwrap();
-        assert_eq!(
-            find("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e5m2.f32").as_ref(),
-            Some(&e4e5)
-        );
-        assert_ne!(
-            find("mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e4m3.f32").as_ref(),
-            Some(&e4e5)
-        );
-        assert!(find("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16").is_none());
-        assert!(find("f32.bf16.bf16.f32").is_none());
-        for v in catalog() {
-            assert_eq!(find(&v.opcode()).as_ref(), Some(&v), "{}", v.opcode());
-        }
-    }
-
-    #[test]
-    fn ids_roundtrip_through_find() {
-        for v in catalog() {
-            assert_eq!(find(&v.id()).as_ref(), Some(&v));
-            assert_eq!(find(&v.file_stem()).as_ref(), Some(&v));
-        }
-    }
-}
+mod tests;

@@ -8,16 +8,6 @@ const FRAGMENT_TEMPLATE: &str = include_str!("../../probes/fragment.ptx");
 /// The kernel entry point's name.
 pub const FRAGMENT_ENTRY: &str = "fp4probe_fragment";
 
-fn reg_type(v: &Variant, op: Operand) -> &'static str {
-    let f = v.fragment(op);
-    match f.elem.ptx() {
-        "f64" => "f64",
-        "f32" if matches!(op, Operand::C | Operand::D) => "f32",
-        "s32" => "s32",
-        _ => "b32",
-    }
-}
-
 fn names(prefix: &str, n: u32) -> Vec<String> {
     (0..n).map(|i| format!("%{prefix}{i}")).collect()
 }
@@ -38,7 +28,7 @@ pub fn fragment_kernel(v: &Variant, target: Target, sel: ScaleSelectors) -> Stri
         (Operand::C, &regs.c),
         (Operand::D, &regs.d),
     ] {
-        writeln!(decls, "    .reg .{} {};", reg_type(v, op), list.join(", ")).unwrap();
+        writeln!(decls, "    .reg .{} {};", v.reg_type(op), list.join(", ")).unwrap();
     }
     let mut loads = String::new();
     let mut load_block = |param: &str, op_regs: &[String], ty: &str, reg_bytes: u32| {
@@ -67,7 +57,7 @@ pub fn fragment_kernel(v: &Variant, target: Target, sel: ScaleSelectors) -> Stri
             _ => &regs.c,
         };
         let f = v.fragment(op);
-        load_block(param, list, reg_type(v, op), f.reg_bits / 8);
+        load_block(param, list, v.reg_type(op), f.reg_bits / 8);
     }
     if v.scale.is_some() {
         decls += "    .reg .b32 %scale_a, %scale_b;\n";
@@ -92,7 +82,7 @@ pub fn fragment_kernel(v: &Variant, target: Target, sel: ScaleSelectors) -> Stri
         writeln!(
             stores,
             "    st.global.{} [%ptr+{}], {r};",
-            reg_type(v, Operand::D),
+            v.reg_type(Operand::D),
             i as u32 * reg_bytes
         )
         .unwrap();

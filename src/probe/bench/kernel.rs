@@ -12,16 +12,6 @@ pub const BENCH_ENTRY: &str = "fp4probe_bench";
 /// u64 words each warp writes to the timing buffer: cycles, nanoseconds, smid, 0.
 pub const TIMING_WORDS: usize = 4;
 
-fn reg_type(v: &Variant, op: Operand) -> &'static str {
-    let f = v.fragment(op);
-    match f.elem.ptx() {
-        "f64" => "f64",
-        "f32" if matches!(op, Operand::C | Operand::D) => "f32",
-        "s32" => "s32",
-        _ => "b32",
-    }
-}
-
 /// The shape of a bench kernel's loop body.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KernelShape {
@@ -117,6 +107,7 @@ pub fn bench_kernel(v: &Variant, target: Target, shape: KernelShape) -> String {
             d: d_regs[c as usize].clone(),
             scale_a: format!("%sa{c}s{s}"),
             scale_b: format!("%sb{c}s{s}"),
+            ..Default::default()
         }
     };
     let all_sets: Vec<(u32, u32, OperandRegs)> = (0..chains)
@@ -129,9 +120,9 @@ pub fn bench_kernel(v: &Variant, target: Target, shape: KernelShape) -> String {
     let a: String = join(&mut all_sets.iter().flat_map(|(_, _, r)| r.a.clone()));
     let b: String = join(&mut all_sets.iter().flat_map(|(_, _, r)| r.b.clone()));
     let d: String = join(&mut d_regs.iter().flatten().cloned());
-    writeln!(decls, "    .reg .{} {a};", reg_type(v, Operand::A)).unwrap();
-    writeln!(decls, "    .reg .{} {b};", reg_type(v, Operand::B)).unwrap();
-    writeln!(decls, "    .reg .{} {d};", reg_type(v, Operand::D)).unwrap();
+    writeln!(decls, "    .reg .{} {a};", v.reg_type(Operand::A)).unwrap();
+    writeln!(decls, "    .reg .{} {b};", v.reg_type(Operand::B)).unwrap();
+    writeln!(decls, "    .reg .{} {d};", v.reg_type(Operand::D)).unwrap();
     if v.scale.is_some() {
         let sc = join(
             &mut all_sets
@@ -158,7 +149,7 @@ pub fn bench_kernel(v: &Variant, target: Target, shape: KernelShape) -> String {
             let mut byte = record + s * set_bytes;
             for (op, list) in [(Operand::A, &r.a), (Operand::B, &r.b)] {
                 for name in list {
-                    load(reg_type(v, op), name, byte);
+                    load(v.reg_type(op), name, byte);
                     byte += v.fragment(op).reg_bits / 8;
                 }
             }
@@ -169,7 +160,7 @@ pub fn bench_kernel(v: &Variant, target: Target, shape: KernelShape) -> String {
         }
         let mut byte = record + sets * set_bytes;
         for name in &d_regs[c as usize] {
-            load(reg_type(v, Operand::C), name, byte);
+            load(v.reg_type(Operand::C), name, byte);
             byte += v.fragment(Operand::C).reg_bits / 8;
         }
     }
@@ -195,7 +186,7 @@ pub fn bench_kernel(v: &Variant, target: Target, shape: KernelShape) -> String {
             writeln!(
                 stores,
                 "    st.global.{} [%ptr+{}], {name};",
-                reg_type(v, Operand::D),
+                v.reg_type(Operand::D),
                 base + i as u32 * fd.reg_bits / 8
             )
             .unwrap();

@@ -1,7 +1,10 @@
 //! Near-miss spellings that look plausible (and that people have tried) but ptxas rejects.
 //! Each message is what ptxas [`Rejected::PTXAS_VERSION`] printed for [`Rejected::module`];
 //! `tests/ptxas_catalog.rs` checks that each is still rejected with that message by the pinned
-//! ptxas (`.ci/install-cuda-tools`).
+//! ptxas (`.ci/install-cuda-tools`). This file holds the dense `mma.sync` ones, `sparse.rs` the
+//! `mma.sp` ones; `isa::matrix` has its own.
+
+mod sparse;
 
 use serde::Serialize;
 
@@ -25,10 +28,15 @@ impl Rejected {
     /// The ptxas whose messages `ptxas_says` quotes.
     pub const PTXAS_VERSION: &'static str = "13.5.37";
 
-    /// Registers the `ptx` lines use: A and B fragments and scale words as `.b32`, f32
-    /// accumulators as `.f32`, f16x2 (or bf16x2) accumulators as `.b32` `%hc`/`%hd`.
-    pub const DECLS: &'static str = "    .reg .b32 %a<4>, %b<2>, %sa, %sb;\n    \
-         .reg .f32 %c<4>, %d<4>;\n    .reg .b32 %hc<2>, %hd<2>;";
+    /// Registers the `ptx` lines use: A and B fragments, scale words and sparse metadata
+    /// (`%e`) as `.b32`, f32 accumulators as `.f32`, f16x2 (or bf16x2) accumulators as `.b32`
+    /// `%hc`/`%hd`, integer ones as `.s32` `%ic`/`%id`, scale selectors as `.u16` `%ba`/`%ta`
+    /// and as `.u32` `%bw`/`%tw`, and for `ldmatrix`/`stmatrix`/`movmatrix` an address `%p` and
+    /// registers `%r`.
+    pub const DECLS: &'static str = "    .reg .b32 %a<4>, %b<4>, %sa, %sb, %e;\n    \
+         .reg .f32 %c<8>, %d<8>;\n    .reg .b32 %hc<4>, %hd<4>;\n    \
+         .reg .s32 %ic<4>, %id<4>;\n    .reg .u16 %ba, %ta;\n    .reg .u32 %bw, %tw;\n    \
+         .reg .b64 %p;\n    .reg .b32 %r<8>;";
 
     /// A complete module holding the instruction, as ptxas is given it.
     pub fn module(&self) -> String {
@@ -54,7 +62,7 @@ macro_rules! regs {
     };
 }
 
-fn entry(
+pub(crate) fn entry(
     ptx: &'static str,
     target: &'static str,
     ptxas_says: &'static str,
@@ -69,7 +77,14 @@ fn entry(
     }
 }
 
+/// Every near miss of `mma`: the dense ones, then the sparse ones.
 pub fn rejected_spellings() -> Vec<Rejected> {
+    let mut v = dense();
+    v.extend(sparse::rejected());
+    v
+}
+
+fn dense() -> Vec<Rejected> {
     vec![
         // --- FP4 under the wrong kind, shape or scale vector -----------------------------------
         entry(
@@ -198,6 +213,16 @@ pub fn rejected_spellings() -> Vec<Rejected> {
         },
         entry(
             regs!(
+                "mma.sync.aligned.m16n8k64.row.col.kind::mxf4nvf4.block_scale.f32.e2m1.e2m1.f32.ue8m0",
+                ", %sa, {0, 0}, %sb, {0, 0};"
+            ),
+            "sm_120a",
+            ".scale_vec_size modifier required for instruction 'mma'",
+            "kind::mxf4nvf4 names its scale vector: .scale_vec::2X or .scale_vec::4X (kind::mxf4 \
+             defaults to 2X and kind::mxf8f6f4 to 1X)",
+        ),
+        entry(
+            regs!(
                 "mma.sync.aligned.m16n8k32.row.col.kind::mxf8f6f4.block_scale.scale_vec::1X.f32.e4m3.e4m3.f32.e8m0",
                 ", %sa, {0, 0}, %sb, {0, 0};"
             ),
@@ -221,8 +246,18 @@ pub fn rejected_spellings() -> Vec<Rejected> {
             ),
             "sm_120a",
             "Arguments mismatch for instruction 'mma'",
-            "each scale register takes a {byte-id, thread-id} pair of immediates: \
-             ..., %sa, {0, 0}, %sb, {0, 0};",
+            "each scale register takes a {byte-id, thread-id} pair, of immediates or of .u16 \
+             registers: ..., %sa, {0, 0}, %sb, {%ba, %ta};",
+        ),
+        entry(
+            regs!(
+                "mma.sync.aligned.m16n8k32.row.col.kind::mxf8f6f4.block_scale.scale_vec::1X.f32.e2m1.e2m1.f32.ue8m0",
+                ", %sa, {%bw, %tw}, %sb, {0, 0};"
+            ),
+            "sm_120a",
+            "Arguments mismatch for instruction 'mma'",
+            "the selectors are 16-bit: immediates or .u16 (or .b16) registers; convert a 32-bit \
+             value first (cvt.u16.u32)",
         ),
         entry(
             regs!(
@@ -363,6 +398,45 @@ pub fn rejected_spellings() -> Vec<Rejected> {
             "sm_120a",
             "Illegal blayout '.row' for instruction 'mma'",
             ".row.col: the only layout of every m16n8 shape (other layouts exist only for m8n8k4 with f16)",
+        ),
+        // --- m8n8 ------------------------------------------------------------------------
+        entry(
+            "mma.sync.aligned.m8n8k4.row.col.f16.f16.f16.f32 \
+             {%hd0, %hd1, %hd2, %hd3}, {%a0, %a1}, {%b0, %b1}, {%c0, %c1, %c2, %c3, %c4, %c5, %c6, %c7};",
+            "sm_80",
+            ".dtype must be '.f32' when .ctype is '.f32' for 'mma' instruction with shape '.m8n8k4'",
+            "m8n8k4 with f16 takes D f32 with C f32 or f16, or D f16 with C f16",
+        ),
+        entry(
+            "mma.sync.aligned.m8n8k4.row.col.f32.f16.f16.f32 \
+             {%d0, %d1, %d2, %d3}, {%a0, %a1}, {%b0, %b1}, {%c0, %c1, %c2, %c3};",
+            "sm_80",
+            "Argument vector size mismatch for instruction 'mma'",
+            "f32 C and D of m8n8k4 are 8 registers per lane: a warp computes four 8x8x4 \
+             products, one per quad pair",
+        ),
+        entry(
+            "mma.sync.aligned.m8n8k4.row.col.bf16.bf16.bf16.bf16 \
+             {%hd0, %hd1, %hd2, %hd3}, {%a0, %a1}, {%b0, %b1}, {%hc0, %hc1, %hc2, %hc3};",
+            "sm_80",
+            "Unexpected instruction types specified for 'mma'",
+            "m8n8k4 multiplies f16 (and f64) only; bf16 is m16n8k8 or m16n8k16 .f32.bf16.bf16.f32. \
+             ptxas 13.5 accepts m8n8k4 .f32.bf16.bf16.f32 but emits no MMA for it \
+             (tests/ptxas_catalog.rs checks the SASS): do not use it",
+        ),
+        entry(
+            "mma.sync.aligned.m8n8k128.row.col.s32.b1.b1.s32.and.popc \
+             {%id0, %id1}, {%a0}, {%b0}, {%ic0, %ic1};",
+            "sm_75",
+            "Modifier '.and' on 'mma' requires .target sm_80 or higher",
+            ".target sm_80, or .xor.popc (sm_75)",
+        ),
+        entry(
+            "mma.sync.aligned.m8n8k128.row.col.s32.b1.b1.s32.xor \
+             {%id0, %id1}, {%a0}, {%b0}, {%ic0, %ic1};",
+            "sm_80",
+            "Unexpected number of operations specified for mma with shape '.m8n8k128'",
+            "the b1 operation is .xor.popc or .and.popc",
         ),
     ]
 }
