@@ -568,8 +568,8 @@ impl<'a> AttentionKernel<'a> {
     }
 
     /// Enqueue one forward pass over operands anywhere on the device: `ops` are the codes and
-    /// scales of Q, K, Vᵀ (in that order, laid out as `QuantizedQkv` describes), `ts` three
-    /// f32 tensor scales, `out` [B,H,Sq,D] f32.
+    /// scales of Q, K, Vᵀ (in that order, laid out as `QuantizedQkv` describes: K and Vᵀ with
+    /// `s.kv_heads` heads), `ts` three f32 tensor scales, `out` [B,H,Sq,D] f32.
     pub fn enqueue_raw(
         &self,
         s: &AttnShape,
@@ -617,13 +617,15 @@ impl<'a> AttentionKernel<'a> {
             KernelArg::U32(u(bh, "batch × heads")?),
             KernelArg::Ptr(counters),
             KernelArg::Ptr(partials),
+            KernelArg::U32(u(s.group(), "Q heads per K/V head")?),
         ]);
         // SAFETY: attn_{fmt}_dD(6 × const u8*, float*, u32 Sq, u32 Sk, u32 Skp, u32 causal,
-        // const float* ts, u32 c0_bits, u32 bh_count, u32* counters, float* partials): the
-        // caller's buffers hold the operands of `s` in `format` (QuantizedQkv's layout), `out`
-        // and `ts` are checked above; the grid covers seq_q and batch·heads (the wgmma body's
-        // schedule all of them, its workspace sized for it); the dynamic shared memory is the
-        // body's (allowed in load_path).
+        // const float* ts, u32 c0_bits, u32 bh_count, u32* counters, float* partials,
+        // u32 kv_group): the caller's buffers hold the operands of `s` in `format`
+        // (QuantizedQkv's layout, K and Vᵀ with batch·kv_heads heads, kv_group = heads /
+        // kv_heads), `out` and `ts` are checked above; the grid covers seq_q and batch·heads
+        // (the wgmma body's schedule all of them, its workspace sized for it); the dynamic
+        // shared memory is the body's (allowed in load_path).
         unsafe {
             self.backend.launch_3d_smem(
                 f,
@@ -693,11 +695,12 @@ impl std::fmt::Display for Resources {
     }
 }
 
-/// The on-the-fly path: bf16, f16 or f32 Q, K, V [B,H,S,D] on the device, quantized there by
-/// the quantizer's kernels (Q, K along D; V transposed and padded by `transpose_pad_16bit` or
-/// `_32bit`, then along the keys), then the attention kernel. With `smooth_k`, K's channel
-/// means are subtracted first on the GPU (`smooth_k_*`, into an f32 K' that is quantized
-/// instead). Same bytes as `prequantize` of the widened inputs, so the same O.
+/// The on-the-fly path: bf16, f16 or f32 Q [B,H,Sq,D], K and V [B,Hkv,Sk,D] on the device,
+/// quantized there by the quantizer's kernels (Q, K along D; V transposed and padded by
+/// `transpose_pad_16bit` or `_32bit`, then along the keys), then the attention kernel. With
+/// `smooth_k`, K's channel means are subtracted first on the GPU (`smooth_k_*`, into an f32 K'
+/// that is quantized instead). Same bytes as `prequantize` of the widened inputs, so the same
+/// O.
 pub struct OnTheFly {
     pub shape: AttnShape,
     pub format: Format,
@@ -774,10 +777,13 @@ impl OnTheFly {
                 KernelArg::U32(u(s.seq_k)?),
                 KernelArg::U32(u(s.head_dim)?),
             ];
-            // SAFETY: smooth_k_*(const void* k, float* out, u32 Sk, u32 D): k holds [bh][Sk][D]
-            // elements of in_type, out as many f32 (allocated from the same shape); one CTA
-            // per bh, one thread per channel (D <= 256).
-            unsafe { attn.backend.launch(f, u(s.bh())?, u(s.head_dim)?, &args)? };
+            // SAFETY: smooth_k_*(const void* k, float* out, u32 Sk, u32 D): k holds
+            // [kv_bh][Sk][D] elements of in_type, out as many f32 (allocated from the same
+            // shape); one CTA per K head, one thread per channel (D <= 256).
+            unsafe {
+                attn.backend
+                    .launch(f, u(s.kv_bh())?, u(s.head_dim)?, &args)?
+            };
         }
         quant.enqueue(&spec, &self.k)?;
         let transpose = attn.pre_pass(if self.in_type == InType::F32 {
@@ -792,10 +798,14 @@ impl OnTheFly {
             KernelArg::U32(u(s.seq_k_padded())?),
             KernelArg::U32(u(s.head_dim)?),
         ];
-        let grid = (u(s.seq_k_padded() / 32)?, u(s.head_dim / 32)?, u(s.bh())?);
+        let grid = (
+            u(s.seq_k_padded() / 32)?,
+            u(s.head_dim / 32)?,
+            u(s.kv_bh())?,
+        );
         // SAFETY: transpose_pad_{16,32}bit(const T* v, T* vt, u32 Sk, u32 Skp, u32 D): v holds
-        // [bh][Sk][D] and vt [bh][D][Skp] elements of in_type (allocated from the same shape);
-        // the grid covers Skp/32 × D/32 × bh tiles of 32 × 32.
+        // [kv_bh][Sk][D] and vt [kv_bh][D][Skp] elements of in_type (allocated from the same
+        // shape); the grid covers Skp/32 × D/32 × kv_bh tiles of 32 × 32.
         unsafe { attn.backend.launch_3d(transpose, grid, (32, 8), &args)? };
         quant.enqueue(&spec, &self.vt)?;
         if spec.two_level() {

@@ -1,6 +1,7 @@
 //! The `fp4probe` command line: one module per subcommand.
 
 pub mod attention;
+mod attention_files;
 #[cfg(test)]
 mod attention_inputs_tests;
 mod bench;
