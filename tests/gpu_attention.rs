@@ -1,0 +1,214 @@
+//! Hardware tests of grouped-query attention and of `attention --q --k --v --output`, ignored
+//! unless asked for: on a GPU machine (with libnvrtc),
+//! `cargo test --release --test gpu_attention -- --ignored --nocapture`.
+//! - every kernel path this device runs natively (its default and bf16) gives, for grouped
+//!   shapes (one K/V head for all, groups of 2 to 4, Sq != Sk, causal and not), the CPU
+//!   reference of the quantized arithmetic, and exactly what it gives for multi-head attention
+//!   with the K/V heads repeated (the same bytes reach each Q head's CTAs);
+//! - the command on files (in process, `--backend cuda`): dense BF16 inputs and FP4 files of
+//!   the same values give the same O, close to the CPU reference.
+
+use fp4probe::attention::kernel::{AttentionKernel, KernelPath};
+use fp4probe::attention::{AttnShape, Comparison, prequantize, reference_quantized};
+use fp4probe::cli::attention::{Inputs, make_inputs};
+use fp4probe::cli::{Cli, run};
+use fp4probe::formats::f32_to_bf16_bits;
+use fp4probe::quant::Format;
+use fp4probe::tensorio::{self, Tensor};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+#[path = "support/gpu.rs"]
+mod gpu_support;
+use gpu_support::gpu;
+
+fn gqa(b: usize, h: usize, kv: usize, sq: usize, sk: usize, d: usize, causal: bool) -> AttnShape {
+    AttnShape::new(b, h, sq, sk, d, causal)
+        .and_then(|s| s.with_kv_heads(kv))
+        .unwrap()
+}
+
+/// K or V [B, Hkv, Sk, D] with each head repeated group() times.
+fn repeat_heads(s: &AttnShape, x: &[f32]) -> Vec<f32> {
+    x.chunks(s.seq_k * s.head_dim)
+        .flat_map(|h| std::iter::repeat_n(h, s.group()).flatten().copied())
+        .collect()
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU: run with `cargo test --release -- --ignored` on a GPU machine"]
+fn grouped_query_attention_on_every_native_path() {
+    let backend = gpu("grouped_query_attention_on_every_native_path");
+    let major = backend.compute_capability().0;
+    let mut paths = vec![KernelPath::for_device(major, 128)];
+    if paths[0] != KernelPath::Bf16 {
+        paths.push(KernelPath::Bf16);
+    }
+    let shapes = [
+        gqa(2, 8, 2, 77, 133, 128, false),
+        gqa(2, 8, 2, 77, 133, 128, true),
+        gqa(1, 32, 8, 300, 200, 64, true),
+        gqa(1, 4, 1, 129, 1000, 128, false),
+        gqa(1, 6, 3, 200, 64, 64, true),
+        gqa(1, 4, 2, 100, 70, 256, true),
+    ];
+    let mut n = 0;
+    for path in paths {
+        let kernel = AttentionKernel::load_path(&backend, path).unwrap_or_else(|e| panic!("{e:#}"));
+        for s in shapes {
+            if path.check_head_dim(s.head_dim).is_err() {
+                continue;
+            }
+            let mha = AttnShape {
+                kv_heads: s.heads,
+                ..s
+            };
+            for &format in path.formats() {
+                for inputs in [Inputs::Exact, Inputs::Gaussian] {
+                    let (q, k, v) = make_inputs(&s, inputs, 21);
+                    let grouped = prequantize(&s, &q, &k, &v, false, format).unwrap();
+                    let what = format!("{} {s} {} {inputs:?}", path.name(), format.name());
+                    let out = kernel
+                        .run(&grouped)
+                        .unwrap_or_else(|e| panic!("{what}: {e:#}"));
+                    let c = Comparison::new(&out, &reference_quantized(&grouped));
+                    let (min_cos, max_rel) = match inputs {
+                        Inputs::Exact => (0.99999, 1e-5),
+                        _ => (0.9999, 1e-3),
+                    };
+                    eprintln!("{what}: vs the CPU reference {c}");
+                    assert!(
+                        c.cosine >= min_cos && c.relative_error <= max_rel,
+                        "{what}: {c}"
+                    );
+                    let (kr, vr) = (repeat_heads(&s, &k), repeat_heads(&s, &v));
+                    let repeated = prequantize(&mha, &q, &kr, &vr, false, format).unwrap();
+                    let out_mha = kernel.run(&repeated).unwrap();
+                    assert!(
+                        out.iter()
+                            .zip(&out_mha)
+                            .all(|(a, b)| a.to_bits() == b.to_bits()),
+                        "{what}: differs from multi-head attention with K/V repeated"
+                    );
+                    n += 1;
+                }
+            }
+        }
+    }
+    eprintln!("{n} grouped cases: the CPU reference, and multi-head attention with K/V repeated");
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// The fp4probe command line, run in this process.
+fn fp4probe(args: &[&str]) {
+    let mut all = vec!["fp4probe"];
+    all.extend_from_slice(args);
+    let cli = <Cli as clap::Parser>::parse_from(&all);
+    run(cli).unwrap_or_else(|e| panic!("{args:?}: {e:#}"));
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU: run with `cargo test --release -- --ignored` on a GPU machine"]
+fn attention_on_files_runs_the_kernel() {
+    let _backend = gpu("attention_on_files_runs_the_kernel");
+    let dir = tempfile::tempdir().unwrap();
+    let shape = gqa(1, 32, 8, 300, 451, 128, true);
+    let (q, k, v) = make_inputs(&shape, Inputs::Gaussian, 4);
+    let round = |x: &[f32]| -> Vec<f32> {
+        x.iter()
+            .map(|&v| f32::from_bits((f32_to_bf16_bits(v) as u32) << 16))
+            .collect()
+    };
+    let (q, k, v) = (round(&q), round(&k), round(&v));
+    let kv_dims = vec![1, 8, 451, 128];
+    let dense: Vec<PathBuf> = [
+        ("q", vec![1, 32, 300, 128], &q),
+        ("k", kv_dims.clone(), &k),
+        ("v", kv_dims, &v),
+    ]
+    .into_iter()
+    .map(|(name, dims, x)| {
+        let p = dir.path().join(format!("{name}.safetensors"));
+        let bits: Vec<u16> = x.iter().map(|&v| f32_to_bf16_bits(v)).collect();
+        let t = Tensor::from_bf16_bits(dims, &bits);
+        tensorio::write_safetensors(&p, &[("x", &t)], &BTreeMap::new()).unwrap();
+        p
+    })
+    .collect();
+    for format in [Format::Nvfp4, Format::Mxfp4] {
+        let out = dir.path().join(format!("o.{}.safetensors", format.name()));
+        fp4probe(&[
+            "attention",
+            "--backend",
+            "cuda",
+            "--q",
+            s(&dense[0]),
+            "--k",
+            s(&dense[1]),
+            "--v",
+            s(&dense[2]),
+            "--causal",
+            "--format",
+            format.name(),
+            "--out-dtype",
+            "f32",
+            "--output",
+            s(&out),
+        ]);
+        let st = tensorio::read_safetensors(&out).unwrap();
+        assert!(st.metadata["backend"].starts_with("cuda, kernel path "));
+        let o = st.get("o").unwrap().to_f32_vec().unwrap();
+        let want = reference_quantized(&prequantize(&shape, &q, &k, &v, false, format).unwrap());
+        let c = Comparison::new(&o, &want);
+        eprintln!("files, {} {shape}: vs the CPU reference {c}", format.name());
+        assert!(c.cosine >= 0.9999 && c.relative_error <= 1e-3, "{c}");
+
+        // The same values as FP4 files of `fp4probe quantize` (V transposed): the same O.
+        let vt = fp4probe::attention::prequant::transpose_pad_v(&shape, &v);
+        let mut fp4 = Vec::new();
+        for (name, dims, x) in [
+            ("q", vec![1, 32, 300, 128], &q),
+            ("k", vec![1, 8, 451, 128], &k),
+            ("vt", vec![1, 8, 128, 480], &vt),
+        ] {
+            let input = dir.path().join(format!("{name}.f32.npy"));
+            tensorio::write_npy(&input, &Tensor::from_f32(dims, x)).unwrap();
+            let output = dir
+                .path()
+                .join(format!("{name}.{}.safetensors", format.name()));
+            fp4probe(&[
+                "quantize",
+                "--format",
+                format.name(),
+                "--input",
+                s(&input),
+                "--output",
+                s(&output),
+            ]);
+            fp4.push(output);
+        }
+        let out4 = dir.path().join(format!("o4.{}.npy", format.name()));
+        fp4probe(&[
+            "attention",
+            "--backend",
+            "cuda",
+            "--q",
+            s(&fp4[0]),
+            "--k",
+            s(&fp4[1]),
+            "--v",
+            s(&fp4[2]),
+            "--causal",
+            "--output",
+            s(&out4),
+        ]);
+        let o4 = tensorio::read_npy(&out4).unwrap().to_f32_vec().unwrap();
+        assert!(
+            o4.iter().zip(&o).all(|(a, b)| a.to_bits() == b.to_bits()),
+            "{format:?}: FP4 files and dense inputs give different O"
+        );
+    }
+}
