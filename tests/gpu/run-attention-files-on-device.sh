@@ -11,6 +11,8 @@
 #      each native path.
 # Steps 3 and 4 are skipped once $BUDGET seconds (default 250) have gone, so one device call of
 # 300 s brings back everything that ran; the whole output is also in $OUT/run.log.
+# reports/sm_90/attention/files-gqa-run.log is this script's run.log on the H200
+# (B=. from a folder holding both binaries and attention_files_sdpa.py).
 set -uo pipefail
 B=${B:-.dev/bin}
 G=$(dirname "$0")
