@@ -7,9 +7,12 @@
 #![cfg(unix)]
 
 mod common;
-use common::{fp4probe, text, tmpdir};
+use common::{fp4probe, ok, refused_output as refused, text, tmpdir};
 
-use fp4probe::attention::prequant::transpose_pad_v;
+#[path = "support/attention_files.rs"]
+mod attention_files;
+use attention_files::{attention_args, bf16_round, dims, gqa, quantize_files, write_qkv};
+
 use fp4probe::attention::{AttnShape, gaussian, prequantize, reference_quantized};
 use fp4probe::formats::f32_to_bf16_bits;
 use fp4probe::quant::Format;
@@ -18,96 +21,38 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
-
-fn ok(o: &Output) {
-    assert!(o.status.success(), "{}", text(o));
-}
-
-/// Exit status 2 and `error: ...` containing `want`.
-fn refused(o: &Output, want: &str) {
-    let t = text(o);
-    assert_eq!(o.status.code(), Some(2), "{t}");
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(
-        err.contains("error: ") && err.contains(want),
-        "want {want:?} in:\n{t}"
-    );
-}
-
 /// The grouped-query shape of most tests: 4 query heads over 2 K/V heads, Sq != Sk, causal.
 fn gqa_shape() -> AttnShape {
-    AttnShape::new(2, 4, 33, 50, 64, true)
-        .and_then(|s| s.with_kv_heads(2))
-        .unwrap()
+    gqa(2, 4, 2, 33, 50, 64, true)
 }
 
 /// Gaussian Q, K, V of `shape`, rounded to BF16 values (so BF16 files hold them exactly).
 fn bf16_qkv(shape: &AttnShape, seed: u64) -> [Vec<f32>; 3] {
-    let round = |x: Vec<f32>| -> Vec<f32> {
-        x.into_iter()
-            .map(|v| f32::from_bits((f32_to_bf16_bits(v) as u32) << 16))
-            .collect()
-    };
     [
-        round(gaussian(shape.q_len(), seed)),
-        round(gaussian(shape.kv_len(), seed + 1)),
-        round(gaussian(shape.kv_len(), seed + 2)),
+        bf16_round(&gaussian(shape.q_len(), seed)),
+        bf16_round(&gaussian(shape.kv_len(), seed + 1)),
+        bf16_round(&gaussian(shape.kv_len(), seed + 2)),
     ]
 }
 
-fn dims(shape: &AttnShape) -> [Vec<usize>; 3] {
-    let (b, d) = (shape.batch, shape.head_dim);
-    [
-        vec![b, shape.heads, shape.seq_q, d],
-        vec![b, shape.kv_heads, shape.seq_k, d],
-        vec![b, shape.kv_heads, shape.seq_k, d],
-    ]
+fn refs(qkv: &[Vec<f32>; 3]) -> [&[f32]; 3] {
+    [&qkv[0], &qkv[1], &qkv[2]]
 }
 
-fn bf16_tensor(shape: Vec<usize>, x: &[f32]) -> Tensor {
-    let bits: Vec<u16> = x.iter().map(|&v| f32_to_bf16_bits(v)).collect();
-    Tensor::from_bf16_bits(shape, &bits)
-}
-
-/// Q, K, V written to `dir` as `<name>.npy` (F32) or `<name>.safetensors` (BF16, tensor `x`).
-fn write_qkv(dir: &Path, shape: &AttnShape, qkv: &[Vec<f32>; 3], ext: &str) -> [PathBuf; 3] {
-    let d = dims(shape);
-    let mut paths = Vec::new();
-    for (i, name) in ["q", "k", "v"].iter().enumerate() {
-        let p = dir.join(format!("{name}.{ext}"));
-        match ext {
-            "npy" => tensorio::write_npy(&p, &Tensor::from_f32(d[i].clone(), &qkv[i])).unwrap(),
-            _ => tensorio::write_safetensors(
-                &p,
-                &[("x", &bf16_tensor(d[i].clone(), &qkv[i]))],
-                &BTreeMap::new(),
-            )
-            .unwrap(),
-        }
-        paths.push(p);
-    }
-    paths.try_into().unwrap()
-}
-
-fn attention(files: &[PathBuf; 3], output: &Path, extra: &[&str]) -> Output {
-    let mut args = vec![
-        "attention",
-        "--backend",
-        "cpu",
-        "--q",
-        s(&files[0]),
-        "--k",
-        s(&files[1]),
-        "--v",
-        s(&files[2]),
-        "--output",
-        s(output),
-    ];
-    args.extend_from_slice(extra);
+/// Run a command line given as strings.
+fn run(args: &[String]) -> Output {
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     fp4probe(&args)
+}
+
+/// `attention --backend cpu` on `files`.
+fn attention(files: &[PathBuf; 3], output: &Path, extra: &[&str]) -> Output {
+    run(&attention_args("cpu", files, output, extra))
+}
+
+/// FP4 files of Q, K, Vᵀ from `fp4probe quantize --backend cpu`.
+fn fp4_files(dir: &Path, shape: &AttnShape, qkv: &[Vec<f32>; 3], format: Format) -> [PathBuf; 3] {
+    quantize_files(dir, shape, refs(qkv), format, "cpu", |args| ok(&run(args)))
 }
 
 /// The one tensor of an O file and, for safetensors, its metadata.
@@ -130,7 +75,7 @@ fn dense_gqa_inputs_give_the_quantized_reference() {
             &prequantize(&shape, &qkv[0], &qkv[1], &qkv[2], false, format).unwrap(),
         );
         // F32 .npy in, F32 .npy out (the default for an F32 Q): the reference, bit for bit.
-        let files = write_qkv(&dir, &shape, &qkv, "npy");
+        let files = write_qkv(&dir, &shape, refs(&qkv), "npy");
         let out = dir.join(format!("o.{}.npy", format.name()));
         let o = attention(&files, &out, &["--causal", "--format", format.name()]);
         ok(&o);
@@ -144,7 +89,7 @@ fn dense_gqa_inputs_give_the_quantized_reference() {
         assert_eq!(t.to_f32_vec().unwrap(), want, "{format:?}");
 
         // The same values as BF16 safetensors: O defaults to BF16, the reference rounded.
-        let files = write_qkv(&dir, &shape, &qkv, "safetensors");
+        let files = write_qkv(&dir, &shape, refs(&qkv), "safetensors");
         let out = dir.join(format!("o.{}.safetensors", format.name()));
         ok(&attention(
             &files,
@@ -176,7 +121,7 @@ fn smoothing_k_is_applied_to_dense_inputs() {
     let dir = tmpdir("attn-cli", "smooth");
     let shape = AttnShape::new(1, 2, 20, 40, 128, false).unwrap();
     let qkv = bf16_qkv(&shape, 9);
-    let files = write_qkv(&dir, &shape, &qkv, "npy");
+    let files = write_qkv(&dir, &shape, refs(&qkv), "npy");
     let out = dir.join("o.npy");
     ok(&attention(&files, &out, &["--smooth-k"]));
     let want = reference_quantized(
@@ -185,54 +130,13 @@ fn smoothing_k_is_applied_to_dense_inputs() {
     assert_eq!(read_o(&out).0.to_f32_vec().unwrap(), want);
 }
 
-/// `fp4probe quantize` of Q, K and Vᵀ, as `attention` reads them.
-fn quantize_files(
-    dir: &Path,
-    shape: &AttnShape,
-    qkv: &[Vec<f32>; 3],
-    format: Format,
-) -> [PathBuf; 3] {
-    let d = dims(shape);
-    let vt = transpose_pad_v(shape, &qkv[2]);
-    let vt_dims = vec![
-        shape.batch,
-        shape.kv_heads,
-        shape.head_dim,
-        shape.seq_k_padded(),
-    ];
-    let inputs = [
-        ("q", d[0].clone(), &qkv[0]),
-        ("k", d[1].clone(), &qkv[1]),
-        ("vt", vt_dims, &vt),
-    ];
-    let mut out = Vec::new();
-    for (name, dims, x) in inputs {
-        let input = dir.join(format!("{name}.f32.npy"));
-        tensorio::write_npy(&input, &Tensor::from_f32(dims, x)).unwrap();
-        let output = dir.join(format!("{name}.{}.safetensors", format.name()));
-        ok(&fp4probe(&[
-            "quantize",
-            "--backend",
-            "cpu",
-            "--format",
-            format.name(),
-            "--input",
-            s(&input),
-            "--output",
-            s(&output),
-        ]));
-        out.push(output);
-    }
-    out.try_into().unwrap()
-}
-
 #[test]
 fn fp4_files_give_what_the_dense_inputs_give() {
     let dir = tmpdir("attn-cli", "fp4");
     let shape = gqa_shape();
     let qkv = bf16_qkv(&shape, 5);
     for format in [Format::Nvfp4, Format::Mxfp4] {
-        let files = quantize_files(&dir, &shape, &qkv, format);
+        let files = fp4_files(&dir, &shape, &qkv, format);
         let out = dir.join(format!("o.{}.safetensors", format.name()));
         ok(&attention(&files, &out, &["--causal"]));
         let (t, meta) = read_o(&out);
@@ -250,7 +154,7 @@ fn bad_inputs_are_refused_before_any_device_is_opened() {
     let dir = tmpdir("attn-cli", "refused");
     let shape = gqa_shape();
     let qkv = bf16_qkv(&shape, 7);
-    let files = write_qkv(&dir, &shape, &qkv, "npy");
+    let files = write_qkv(&dir, &shape, refs(&qkv), "npy");
     let out = dir.join("o.npy");
     let npy = |name: &str, dims: &[usize]| {
         let p = dir.join(name);
@@ -264,23 +168,7 @@ fn bad_inputs_are_refused_before_any_device_is_opened() {
         f
     };
     // --backend cuda: each refusal below comes before the device would be opened.
-    let cuda = |f: &[PathBuf; 3], extra: &[&str]| {
-        let mut args = vec!["--backend", "cuda"];
-        args.extend_from_slice(extra);
-        let mut all = vec![
-            "attention",
-            "--q",
-            s(&f[0]),
-            "--k",
-            s(&f[1]),
-            "--v",
-            s(&f[2]),
-            "--output",
-            s(&out),
-        ];
-        all.extend_from_slice(&args);
-        fp4probe(&all)
-    };
+    let cuda = |f: &[PathBuf; 3], extra: &[&str]| run(&attention_args("cuda", f, &out, extra));
 
     // Heads not a multiple: 4 query heads over 3 K/V heads.
     let k3 = npy("k3.npy", &[2, 3, 50, 64]);
@@ -344,8 +232,8 @@ fn bad_inputs_are_refused_before_any_device_is_opened() {
     );
 
     // FP4 files: mixed with dense ones, of two formats, with --smooth-k or another --format.
-    let nv = quantize_files(&dir, &shape, &qkv, Format::Nvfp4);
-    let mx = quantize_files(&dir, &shape, &qkv, Format::Mxfp4);
+    let nv = fp4_files(&dir, &shape, &qkv, Format::Nvfp4);
+    let mx = fp4_files(&dir, &shape, &qkv, Format::Mxfp4);
     refused(
         &cuda(&with(1, &nv[1]), &[]),
         "--q is a dense F32 tensor, --k an FP4 file (nvfp4), --v a dense F32 tensor: Q, K and \
@@ -369,17 +257,7 @@ fn bad_inputs_are_refused_before_any_device_is_opened() {
     refused(&cuda(&plain_v, &[]), "V must be stored transposed");
 
     // Outputs: an input, an existing .npy (no mark of fp4probe), a foreign .safetensors.
-    let o = fp4probe(&[
-        "attention",
-        "--q",
-        s(&files[0]),
-        "--k",
-        s(&files[1]),
-        "--v",
-        s(&files[2]),
-        "--output",
-        s(&files[1]),
-    ]);
+    let o = run(&attention_args("auto", &files, &files[1], &[]));
     refused(&o, "is also an input of this command");
     std::fs::write(&out, b"precious").unwrap();
     refused(
@@ -415,7 +293,13 @@ fn bad_inputs_are_refused_before_any_device_is_opened() {
         "cannot be used with",
     );
     refused(
-        &fp4probe(&["attention", "--q", s(&files[0]), "--output", "x.npy"]),
+        &fp4probe(&[
+            "attention",
+            "--q",
+            files[0].to_str().unwrap(),
+            "--output",
+            "x.npy",
+        ]),
         "required arguments were not provided",
     );
     refused(

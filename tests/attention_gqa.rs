@@ -11,19 +11,9 @@ use fp4probe::attention::*;
 use fp4probe::cli::attention::{Inputs, make_inputs};
 use fp4probe::quant::Format;
 
-/// K or V [B, Hkv, Sk, D] with each head repeated `group` times: [B, Hkv·G, Sk, D].
-fn repeat_heads(gqa: &AttnShape, x: &[f32]) -> Vec<f32> {
-    let head = gqa.seq_k * gqa.head_dim;
-    x.chunks(head)
-        .flat_map(|h| std::iter::repeat_n(h, gqa.group()).flatten().copied())
-        .collect()
-}
-
-fn gqa(b: usize, h: usize, kv: usize, sq: usize, sk: usize, d: usize, causal: bool) -> AttnShape {
-    AttnShape::new(b, h, sq, sk, d, causal)
-        .and_then(|s| s.with_kv_heads(kv))
-        .unwrap()
-}
+#[path = "support/attention_files.rs"]
+mod attention_files;
+use attention_files::{gqa, repeat_heads};
 
 /// Grouped shapes: one K/V head for all (multi-query), a group of 4 (H_q = 32, H_kv = 8
 /// scaled down), Sq != Sk both ways, causal and not, every head dimension.

@@ -12,28 +12,16 @@ use fp4probe::attention::kernel::{AttentionKernel, KernelPath};
 use fp4probe::attention::{AttnShape, Comparison, prequantize, reference_quantized};
 use fp4probe::cli::attention::{Inputs, make_inputs};
 use fp4probe::cli::{Cli, run};
-use fp4probe::formats::f32_to_bf16_bits;
 use fp4probe::quant::Format;
-use fp4probe::tensorio::{self, Tensor};
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use fp4probe::tensorio;
 
 #[path = "support/gpu.rs"]
 mod gpu_support;
 use gpu_support::gpu;
 
-fn gqa(b: usize, h: usize, kv: usize, sq: usize, sk: usize, d: usize, causal: bool) -> AttnShape {
-    AttnShape::new(b, h, sq, sk, d, causal)
-        .and_then(|s| s.with_kv_heads(kv))
-        .unwrap()
-}
-
-/// K or V [B, Hkv, Sk, D] with each head repeated group() times.
-fn repeat_heads(s: &AttnShape, x: &[f32]) -> Vec<f32> {
-    x.chunks(s.seq_k * s.head_dim)
-        .flat_map(|h| std::iter::repeat_n(h, s.group()).flatten().copied())
-        .collect()
-}
+#[path = "support/attention_files.rs"]
+mod attention_files;
+use attention_files::{attention_args, bf16_round, gqa, quantize_files, repeat_heads, write_qkv};
 
 #[test]
 #[ignore = "needs an NVIDIA GPU: run with `cargo test --release -- --ignored` on a GPU machine"]
@@ -98,15 +86,10 @@ fn grouped_query_attention_on_every_native_path() {
     eprintln!("{n} grouped cases: the CPU reference, and multi-head attention with K/V repeated");
 }
 
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
-
-/// The fp4probe command line, run in this process.
-fn fp4probe(args: &[&str]) {
-    let mut all = vec!["fp4probe"];
-    all.extend_from_slice(args);
-    let cli = <Cli as clap::Parser>::parse_from(&all);
+/// An fp4probe command line, run in this process.
+fn fp4probe(args: &[String]) {
+    let all = std::iter::once("fp4probe").chain(args.iter().map(String::as_str));
+    let cli = <Cli as clap::Parser>::parse_from(all);
     run(cli).unwrap_or_else(|e| panic!("{args:?}: {e:#}"));
 }
 
@@ -117,47 +100,13 @@ fn attention_on_files_runs_the_kernel() {
     let dir = tempfile::tempdir().unwrap();
     let shape = gqa(1, 32, 8, 300, 451, 128, true);
     let (q, k, v) = make_inputs(&shape, Inputs::Gaussian, 4);
-    let round = |x: &[f32]| -> Vec<f32> {
-        x.iter()
-            .map(|&v| f32::from_bits((f32_to_bf16_bits(v) as u32) << 16))
-            .collect()
-    };
-    let (q, k, v) = (round(&q), round(&k), round(&v));
-    let kv_dims = vec![1, 8, 451, 128];
-    let dense: Vec<PathBuf> = [
-        ("q", vec![1, 32, 300, 128], &q),
-        ("k", kv_dims.clone(), &k),
-        ("v", kv_dims, &v),
-    ]
-    .into_iter()
-    .map(|(name, dims, x)| {
-        let p = dir.path().join(format!("{name}.safetensors"));
-        let bits: Vec<u16> = x.iter().map(|&v| f32_to_bf16_bits(v)).collect();
-        let t = Tensor::from_bf16_bits(dims, &bits);
-        tensorio::write_safetensors(&p, &[("x", &t)], &BTreeMap::new()).unwrap();
-        p
-    })
-    .collect();
+    let (q, k, v) = (bf16_round(&q), bf16_round(&k), bf16_round(&v));
+    let qkv: [&[f32]; 3] = [&q, &k, &v];
+    let dense = write_qkv(dir.path(), &shape, qkv, "safetensors");
     for format in [Format::Nvfp4, Format::Mxfp4] {
         let out = dir.path().join(format!("o.{}.safetensors", format.name()));
-        fp4probe(&[
-            "attention",
-            "--backend",
-            "cuda",
-            "--q",
-            s(&dense[0]),
-            "--k",
-            s(&dense[1]),
-            "--v",
-            s(&dense[2]),
-            "--causal",
-            "--format",
-            format.name(),
-            "--out-dtype",
-            "f32",
-            "--output",
-            s(&out),
-        ]);
+        let extra = ["--causal", "--format", format.name(), "--out-dtype", "f32"];
+        fp4probe(&attention_args("cuda", &dense, &out, &extra));
         let st = tensorio::read_safetensors(&out).unwrap();
         assert!(st.metadata["backend"].starts_with("cuda, kernel path "));
         let o = st.get("o").unwrap().to_f32_vec().unwrap();
@@ -167,44 +116,9 @@ fn attention_on_files_runs_the_kernel() {
         assert!(c.cosine >= 0.9999 && c.relative_error <= 1e-3, "{c}");
 
         // The same values as FP4 files of `fp4probe quantize` (V transposed): the same O.
-        let vt = fp4probe::attention::prequant::transpose_pad_v(&shape, &v);
-        let mut fp4 = Vec::new();
-        for (name, dims, x) in [
-            ("q", vec![1, 32, 300, 128], &q),
-            ("k", vec![1, 8, 451, 128], &k),
-            ("vt", vec![1, 8, 128, 480], &vt),
-        ] {
-            let input = dir.path().join(format!("{name}.f32.npy"));
-            tensorio::write_npy(&input, &Tensor::from_f32(dims, x)).unwrap();
-            let output = dir
-                .path()
-                .join(format!("{name}.{}.safetensors", format.name()));
-            fp4probe(&[
-                "quantize",
-                "--format",
-                format.name(),
-                "--input",
-                s(&input),
-                "--output",
-                s(&output),
-            ]);
-            fp4.push(output);
-        }
+        let fp4 = quantize_files(dir.path(), &shape, qkv, format, "auto", fp4probe);
         let out4 = dir.path().join(format!("o4.{}.npy", format.name()));
-        fp4probe(&[
-            "attention",
-            "--backend",
-            "cuda",
-            "--q",
-            s(&fp4[0]),
-            "--k",
-            s(&fp4[1]),
-            "--v",
-            s(&fp4[2]),
-            "--causal",
-            "--output",
-            s(&out4),
-        ]);
+        fp4probe(&attention_args("cuda", &fp4, &out4, &["--causal"]));
         let o4 = tensorio::read_npy(&out4).unwrap().to_f32_vec().unwrap();
         assert!(
             o4.iter().zip(&o).all(|(a, b)| a.to_bits() == b.to_bits()),
