@@ -147,6 +147,45 @@ fn wgmma_kernel_runs_both_products_on_hgmma_for_sm90a() {
 }
 
 #[test]
+fn fp8_wgmma_kernel_runs_both_products_on_e4m3_hgmma_for_sm90a() {
+    if !nvrtc_or_skip("FP8 wgmma attention kernel") {
+        return;
+    }
+    let path = KernelPath::WgmmaFp8;
+    for variant in path.variants() {
+        let cubin =
+            compile_variant(variant, "sm_90a").unwrap_or_else(|e| panic!("{variant:?}: {e:#}"));
+        assert!(
+            !cubin.log.contains("serialized"),
+            "{variant:?}: ptxas serialized the wgmma: {}",
+            cubin.log
+        );
+    }
+    let Some(listing) = sass_of(path, "sm_90a") else {
+        return;
+    };
+    // S = Q·Kᵀ: m64n128k32 (128-key tiles, Q and K from shared memory); O += P·V: m64n128k32
+    // (D = 128) and m64n64k32 (D = 64), P from registers. No bf16 product and no mma.sync.
+    for shape in [
+        "QGMMA.64x128x32.F32.E4M3.E4M3",
+        "QGMMA.64x64x32.F32.E4M3.E4M3",
+    ] {
+        assert!(listing.contains(shape), "no {shape}");
+    }
+    for other in ["BF16", "HMMA"] {
+        assert!(
+            !listing
+                .lines()
+                .any(|l| l.contains("GMMA") && l.contains(other) || l.contains("HMMA")),
+            "a {other} product in the FP8 kernel"
+        );
+    }
+    for format in ["mxfp4", "nvfp4"] {
+        assert!(listing.contains(&format!("Function : fp8_factors_{format}\n")));
+    }
+}
+
+#[test]
 fn wgmma_kernel_waits_on_mbarriers_and_stages_q_only_for_nvfp4_d128() {
     if !nvrtc_or_skip("wgmma attention kernel") {
         return;

@@ -308,16 +308,18 @@ __device__ __forceinline__ void store_o(const float (&o)[D / DL::n][DL::regs], c
 // An entry point attn_<format>_d<D> around the body's ATTN_BODY<D, FMT> (attn::attention, or
 // what the body names) with the body's ATTN_LAUNCH_BOUNDS (the host's signature:
 // src/attention/kernel.rs, enqueue_raw). bh_count, counters and partials are for the
-// persistent wgmma body (attn_stream_k.cuh); the others take a grid of (row blocks, heads).
-// kv_group is Q heads per K/V head (head_offsets), 1 without grouped-query attention.
+// persistent wgmma bodies (attn_stream_k.cuh); the others take a grid of (row blocks, heads).
+// factors is the FP8 body's row factors (attn_wgmma_fp8.cuh; ATTN_FACTORS_ARG passes it on),
+// null for the others. kv_group is Q heads per K/V head (head_offsets), 1 without
+// grouped-query attention.
 #define ATTN_ENTRY(NAME, D, FMT)                                                                   \
     extern "C" __global__ void ATTN_LAUNCH_BOUNDS                                                  \
         NAME(const unsigned char* q_data, const unsigned char* q_scale, const unsigned char* k_data,   \
              const unsigned char* k_scale, const unsigned char* v_data, const unsigned char* v_scale,  \
              float* out, unsigned Sq, unsigned Sk, unsigned Skp, unsigned causal, const float* ts,     \
-             unsigned c0_bits, unsigned bh_count, unsigned* counters, float* partials,               \
-             unsigned kv_group) {                                                                  \
+             unsigned c0_bits, unsigned bh_count, unsigned* counters, float* partials,                \
+             const int* factors, unsigned kv_group) {                                              \
         ATTN_BODY<D, FMT>(q_data, q_scale, k_data, k_scale, v_data, v_scale, out, (int)Sq, (int)Sk, \
                           (int)Skp, (int)causal, ts, __uint_as_float(c0_bits), bh_count, counters,  \
-                          partials, kv_group);                                                      \
+                          partials ATTN_FACTORS_ARG, kv_group);                                     \
     }

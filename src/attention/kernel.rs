@@ -1,379 +1,20 @@
-//! The fused FP4 attention kernels (`kernels/attention/attn_fp4.cu`): compiled with NVRTC for
-//! the device, launched over pre-quantized Q, K, V (`QuantizedQkv`), O read back as f32. One
-//! source, three kernel bodies behind one interface (same entry points, arguments and
-//! arithmetic), chosen by `KernelPath`; the wgmma body in two variants (`Variant`), chosen per
+//! The fused FP4 attention kernels (`kernels/attention/attn_fp4.cu`), loaded and launched over
+//! pre-quantized Q, K, V (`QuantizedQkv`), O read back as f32. One source, four kernel bodies
+//! behind one interface (same entry points and arguments), chosen by `KernelPath`
+//! (`super::paths`: targets, variants, compilation); the wgmma bodies in variants chosen per
 //! launch.
 
+pub use super::paths::{KernelPath, SOURCE, Variant, compile, compile_variant, entry, warps};
 use super::reference::score_scale_log2;
 use super::schedule::StreamK;
 use super::{AttnShape, QuantizedQkv};
-use crate::codegen::nvrtc::{self, Output};
 use crate::device::cuda::{CudaBackend, DeviceBuffer, KernelArg, PtxModule};
 use crate::quant::Format;
 use crate::quant::cuda::{DeviceQuant, InType, QuantKernels};
 use crate::quant::{NvLevels, ScaleMode, Spec};
 use anyhow::{Context, Result, bail};
-use clap::ValueEnum;
 use cudarc::driver::sys;
 use std::sync::Mutex;
-
-/// Which kernel runs the products.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum KernelPath {
-    /// `attn_bf16.cuh`: FP4 decoded to bf16 in registers, `mma.sync` m16n8k16 bf16 (sm_90
-    /// and later).
-    Bf16,
-    /// `attn_wgmma.cuh`: the bf16 path's arithmetic on Hopper's asynchronous warpgroup MMA
-    /// (`wgmma.mma_async` m64nNk16 bf16, a producer warpgroup decoding K and V into shared
-    /// memory, two or three consumer warpgroups); sm_90a, head_dim 64 and 128.
-    Wgmma,
-    /// `attn_block_scale.cuh`: FP4 straight into `mma.sync` m16n8k64 `kind::mxf4nvf4`
-    /// `block_scale` (sm_120a).
-    BlockScale,
-    /// The block-scale kernel with the instruction replaced by a software model written from
-    /// the PTX ISA (`mma_block_scale_emulated.cuh`): validates the sm_120a kernel's data flow
-    /// on a GPU without the instruction. Slow; for validation only.
-    BlockScaleEmulated,
-    /// The block-scale kernel with `mma.sync` m16n8k32 `kind::mxf8f6f4` `scale_vec::1X`
-    /// (FP4 in 8-bit containers; the article's instruction): MXFP4 only (sm_120a).
-    BlockScaleK32,
-    /// `block-scale-k32` with the software model of its instruction.
-    BlockScaleK32Emulated,
-}
-
-impl KernelPath {
-    /// The kernel body the source includes for this path, relative to `kernels/`.
-    pub fn body(self) -> &'static str {
-        match self {
-            KernelPath::Bf16 => "attention/attn_bf16.cuh",
-            KernelPath::Wgmma => "attention/attn_wgmma.cuh",
-            _ => "attention/attn_block_scale.cuh",
-        }
-    }
-
-    /// The macros that select this path's body and instruction in `SOURCE`.
-    pub fn defines(self) -> &'static [&'static str] {
-        match self {
-            KernelPath::Bf16 => &[],
-            KernelPath::Wgmma => &["ATTN_WGMMA"],
-            KernelPath::BlockScale => &["ATTN_BLOCK_SCALE"],
-            KernelPath::BlockScaleEmulated => &["ATTN_BLOCK_SCALE", "ATTN_EMULATE_BLOCK_SCALE"],
-            KernelPath::BlockScaleK32 => &["ATTN_BLOCK_SCALE", "ATTN_MXF8F6F4"],
-            KernelPath::BlockScaleK32Emulated => &[
-                "ATTN_BLOCK_SCALE",
-                "ATTN_MXF8F6F4",
-                "ATTN_EMULATE_BLOCK_SCALE",
-            ],
-        }
-    }
-
-    /// The input formats the path has entry points for: the m16n8k32 instruction takes only
-    /// E8M0 scales, so no NVFP4.
-    pub fn formats(self) -> &'static [Format] {
-        match self {
-            KernelPath::BlockScaleK32 | KernelPath::BlockScaleK32Emulated => &[Format::Mxfp4],
-            _ => &[Format::Nvfp4, Format::Mxfp4],
-        }
-    }
-
-    /// Runs the software model instead of the instruction.
-    pub fn emulated(self) -> bool {
-        matches!(
-            self,
-            KernelPath::BlockScaleEmulated | KernelPath::BlockScaleK32Emulated
-        )
-    }
-
-    /// An error naming what runs `format` when this path cannot.
-    pub fn check_format(self, format: Format) -> Result<()> {
-        if !self.formats().contains(&format) {
-            bail!(
-                "--path {} runs MXFP4 only: m16n8k32 kind::mxf8f6f4 has no E4M3 block scales; \
-                 NVFP4 runs on --path block-scale (m16n8k64 kind::mxf4nvf4 scale_vec::4X)",
-                self.name()
-            );
-        }
-        Ok(())
-    }
-
-    /// The head dimensions the path has entry points for: the wgmma body keeps S and O
-    /// accumulators in registers, which D = 256 would overflow.
-    pub fn head_dims(self) -> &'static [usize] {
-        match self {
-            KernelPath::Wgmma => &[64, 128],
-            _ => &[64, 128, 256],
-        }
-    }
-
-    /// An error naming what runs `head_dim` when this path cannot.
-    pub fn check_head_dim(self, head_dim: usize) -> Result<()> {
-        if !self.head_dims().contains(&head_dim) {
-            bail!(
-                "--path {} runs head_dim {:?}; head_dim {head_dim} runs on --path bf16",
-                self.name(),
-                self.head_dims()
-            );
-        }
-        Ok(())
-    }
-
-    /// The forms `load_path` compiles: the wgmma body with two consumer warpgroups (128 query
-    /// rows a CTA) and with three (192 rows, fewer decodes per score but coarser waves of
-    /// CTAs; `Variant::pick` chooses per launch), unless an experiment fixes the count
-    /// (`ATTN_WG_CONSUMERS`); every other path has one form.
-    pub fn variants(self) -> Vec<Variant> {
-        let one = |consumers| Variant {
-            path: self,
-            consumers,
-        };
-        match (self, experiment_define("ATTN_WG_CONSUMERS")) {
-            (KernelPath::Wgmma, Some(c)) => vec![one(c)],
-            (KernelPath::Wgmma, None) => vec![one(2), one(3)],
-            _ => vec![one(0)],
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            KernelPath::Bf16 => "bf16",
-            KernelPath::Wgmma => "wgmma",
-            KernelPath::BlockScale => "block-scale",
-            KernelPath::BlockScaleEmulated => "block-scale-emulated",
-            KernelPath::BlockScaleK32 => "block-scale-k32",
-            KernelPath::BlockScaleK32Emulated => "block-scale-k32-emulated",
-        }
-    }
-
-    /// The fastest path a device of compute capability `major.minor` runs for `head_dim`:
-    /// the block-scaled instruction on sm_120 (consumer Blackwell), wgmma on sm_90 (Hopper) up
-    /// to head_dim 128, bf16 elsewhere.
-    pub fn for_device(major: u32, head_dim: usize) -> KernelPath {
-        match major {
-            12 => KernelPath::BlockScale,
-            9 if KernelPath::Wgmma.head_dims().contains(&head_dim) => KernelPath::Wgmma,
-            _ => KernelPath::Bf16,
-        }
-    }
-
-    /// NVRTC's target for this path on a device of compute capability `major.minor`, or why
-    /// the path cannot run there.
-    pub fn arch(self, major: u32, minor: u32) -> Result<String> {
-        if major < 9 {
-            bail!(
-                "the FP4 attention kernels need sm_90 or later; this device is sm_{major}{minor}"
-            );
-        }
-        if matches!(self, KernelPath::BlockScale | KernelPath::BlockScaleK32) && major != 12 {
-            bail!(
-                "the {} attention kernel needs sm_120a (mma.sync block_scale); this device is \
-                 sm_{major}{minor}. Use --path bf16, or --path {}-emulated to validate its data \
-                 flow with a software MMA",
-                self.name(),
-                self.name()
-            );
-        }
-        if self == KernelPath::Wgmma && major != 9 {
-            bail!(
-                "the wgmma attention kernel needs sm_90a (wgmma.mma_async exists on Hopper only); \
-                 this device is sm_{major}{minor}. Use --path bf16"
-            );
-        }
-        let suffix = if major >= 10 || self == KernelPath::Wgmma {
-            "a"
-        } else {
-            ""
-        };
-        Ok(format!("sm_{major}{minor}{suffix}"))
-    }
-}
-
-/// Warps per CTA (16 query rows each): `ATTN_WARPS` in the kernels. 8 measured faster than 4
-/// on the H100 (each thread decodes half as much of a key tile; 131 against 119 TFLOP/s at
-/// S = 4096, d = 128). `FP4PROBE_ATTN_WARPS` (4 or 8) overrides it, for tuning.
-pub fn warps() -> usize {
-    std::env::var("FP4PROBE_ATTN_WARPS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .filter(|&w| w == 4 || w == 8)
-        .unwrap_or(8)
-}
-
-/// One compiled form of a path: for the wgmma body, its number of consumer warpgroups (64
-/// query rows each; 0 for the other bodies).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Variant {
-    pub path: KernelPath,
-    pub consumers: usize,
-}
-
-/// Three consumer warpgroups against two, per CTA-row of work (each K/V tile is decoded once
-/// for 192 rows instead of 128), measured A/B in one run on the H100 at B=1, H=32, S = 4096
-/// and 16384 and divided by the ratio of the wave efficiencies
-/// (reports/sm_90/attention/experiments/consumers-overlap, re-measured after P's
-/// requantization got shorter: experiments/consumers-after-p-requant): NVFP4 d = 128 1.18
-/// (re-measured 1.11–1.19), MXFP4 d = 128 1.15 (re-measured 1.09–1.16, 1.09–1.11 before);
-/// at d = 64 NVFP4 1.06 (1.00–1.09), MXFP4 1.09 (1.05–1.12).
-fn three_consumer_gain(format: Format, head_dim: usize) -> f64 {
-    match (format, head_dim) {
-        (Format::Nvfp4, 128) => 1.18,
-        (Format::Nvfp4, _) => 1.06,
-        (Format::Mxfp4, 128) => 1.15,
-        (Format::Mxfp4, _) => 1.09,
-    }
-}
-
-impl Variant {
-    /// Threads per CTA: 16 query rows a warp, or for wgmma one producer and the consumer
-    /// warpgroups.
-    pub fn threads(self) -> usize {
-        match self.path {
-            KernelPath::Wgmma => 128 * (self.consumers + 1),
-            _ => 32 * warps(),
-        }
-    }
-
-    /// Query rows per CTA (`BR` in attn_common.cuh, from `ATTN_WARPS`).
-    pub fn rows_per_cta(self) -> usize {
-        16 * self.warps_macro()
-    }
-
-    /// The `ATTN_WARPS` the source is compiled with.
-    fn warps_macro(self) -> usize {
-        match self.path {
-            KernelPath::Wgmma => 4 * self.consumers,
-            _ => warps(),
-        }
-    }
-
-    /// Dynamic shared memory per CTA: the wgmma body's two decoded Q tiles (one per row block
-    /// in flight) and its ring of `ATTN_STAGES` decoded K and Vᵀ tiles (`Geo<D>::SMEM` in attn_wgmma.cuh, which traps if
-    /// given less); the other bodies use static shared memory only.
-    pub fn dynamic_smem(self, head_dim: usize) -> usize {
-        match self.path {
-            KernelPath::Wgmma => {
-                let q = self.rows_per_cta() * head_dim * 2;
-                let stage = 2 * wgmma_keys_per_tile(head_dim) * head_dim * 2;
-                2 * q + wgmma_stages() * stage
-            }
-            _ => 0,
-        }
-    }
-
-    /// The macros beyond the path's: the launch geometry.
-    fn defines(self) -> Vec<String> {
-        let mut d = vec![format!("ATTN_WARPS={}", self.warps_macro())];
-        if self.path == KernelPath::Wgmma {
-            d.push(format!("ATTN_WG_CONSUMERS={}", self.consumers));
-        }
-        d
-    }
-
-    /// The wgmma body's schedule of `shape` on `sms` multiprocessors, persistent or one CTA per
-    /// row block, whichever `StreamK::efficiency` expects faster (None for the other bodies,
-    /// which run a grid of one CTA per row block).
-    pub fn schedule(self, shape: &AttnShape, sms: usize) -> Option<StreamK> {
-        (self.path == KernelPath::Wgmma).then(|| {
-            StreamK::best(
-                shape,
-                self.rows_per_cta(),
-                wgmma_keys_per_tile(shape.head_dim),
-                sms,
-            )
-        })
-    }
-
-    /// The share of the CTAs' time that is work for `shape` on `sms` multiprocessors: rows of
-    /// the last row block of a head past seq_q are idle; with a grid of one CTA per row block
-    /// (one CTA a multiprocessor at a time) so is the rest of the last wave; the wgmma body's
-    /// schedule says its own (`StreamK::efficiency`, segment costs included).
-    fn wave_efficiency(self, shape: &AttnShape, sms: usize) -> f64 {
-        let (rows, bh, sms) = (shape.seq_q, shape.batch * shape.heads, sms.max(1));
-        let row_blocks = rows.div_ceil(self.rows_per_cta());
-        let rows_used = rows as f64 / (row_blocks * self.rows_per_cta()) as f64;
-        match self.schedule(shape, sms) {
-            Some(s) => rows_used * s.efficiency(sms),
-            None => {
-                rows_used * (row_blocks * bh) as f64
-                    / ((row_blocks * bh).div_ceil(sms) * sms) as f64
-            }
-        }
-    }
-
-    /// Of `variants`, the one expected fastest for `shape` in `format`: the wave efficiency,
-    /// times `three_consumer_gain` for three consumer warpgroups.
-    pub fn pick(variants: &[Variant], shape: &AttnShape, sms: usize, format: Format) -> Variant {
-        let score = |v: &Variant| {
-            let gain = if v.consumers == 3 {
-                three_consumer_gain(format, shape.head_dim)
-            } else {
-                1.0
-            };
-            v.wave_efficiency(shape, sms) * gain
-        };
-        *variants
-            .iter()
-            .max_by(|a, b| score(a).total_cmp(&score(b)))
-            .expect("a path has at least one variant")
-    }
-}
-
-/// A numeric macro an experiment sets through `FP4PROBE_ATTN_DEFINES` (NAME=N), if any: the
-/// host must agree with the kernel on the ones that shape the launch.
-fn experiment_define(name: &str) -> Option<usize> {
-    let defs = std::env::var("FP4PROBE_ATTN_DEFINES").ok()?;
-    defs.split_whitespace()
-        .find_map(|d| d.strip_prefix(name)?.strip_prefix('=')?.parse().ok())
-}
-
-/// The wgmma body's ring of key tiles (`ATTN_STAGES` in attn_wgmma.cuh, default 3).
-fn wgmma_stages() -> usize {
-    experiment_define("ATTN_STAGES").unwrap_or(3)
-}
-
-/// Keys per tile of the wgmma body (`Geo<D>::BC`): its S accumulator and O's share the
-/// consumers' registers.
-fn wgmma_keys_per_tile(head_dim: usize) -> usize {
-    if head_dim == 64 { 128 } else { 64 }
-}
-
-/// `attn_nvfp4_d128`: the entry point for an input format and head dimension.
-pub fn entry(format: Format, head_dim: usize) -> String {
-    format!("attn_{}_d{head_dim}", format.name())
-}
-
-/// The kernel source, relative to `kernels/`: every path's body, selected by macros.
-pub const SOURCE: &str = "attention/attn_fp4.cu";
-
-/// Compile `path`'s kernel for `arch` (`sm_90`, `sm_120a`, ...), headers from `kernels/` (the
-/// sources embedded in the binary, or `$FP4PROBE_KERNELS`: `crate::kernels::tree`): its first
-/// variant.
-pub fn compile(path: KernelPath, arch: &str) -> Result<nvrtc::Compiled> {
-    compile_variant(path.variants()[0], arch)
-}
-
-/// Compile one variant of a path's kernel for `arch`.
-pub fn compile_variant(variant: Variant, arch: &str) -> Result<nvrtc::Compiled> {
-    let path = variant.path;
-    let tree = crate::kernels::tree()?;
-    let src = tree.read(SOURCE)?;
-    let mut options = vec![
-        format!("--gpu-architecture={arch}"),
-        "-std=c++17".to_string(),
-        format!("--include-path={}", tree.path().display()),
-    ];
-    options.extend(variant.defines().iter().map(|d| format!("-D{d}")));
-    options.extend(path.defines().iter().map(|d| format!("-D{d}")));
-    // Tuning experiments: extra macros for the kernel source, space-separated (NAME or
-    // NAME=VALUE), e.g. FP4PROBE_ATTN_DEFINES=ATTN_DECODE_LUT.
-    if let Ok(defs) = std::env::var("FP4PROBE_ATTN_DEFINES") {
-        options.extend(
-            defs.split_whitespace()
-                .filter(|d| !d.starts_with("ATTN_WG_CONSUMERS=")) // already in variant.defines()
-                .map(|d| format!("-D{d}")),
-        );
-    }
-    nvrtc::compile(&src, SOURCE, &options, Output::Cubin)
-}
 
 /// The on-the-fly path's kernels in the attention module.
 const PRE_PASSES: [&str; 5] = [
@@ -394,9 +35,14 @@ pub struct AttentionKernel<'a> {
     sms: usize,
     /// The on-the-fly path's pre-passes, by name (`transpose_pad_16bit`, `smooth_k_bf16`, ...).
     pre_passes: Vec<(&'static str, sys::CUfunction)>,
+    /// The FP8 body's factor pre-passes (`fp8_factors_mxfp4`, `_nvfp4`), for that path only.
+    factor_passes: Vec<(Format, sys::CUfunction)>,
     /// The wgmma body's stream-K workspace, allocated by the first launch that needs it.
     /// Launches on this kernel's stream share it (one at a time on the device).
     workspace: Mutex<Option<Workspace>>,
+    /// The FP8 body's row factors (`fp8_factors_*` writes them, the kernel reads them), grown
+    /// like the workspace.
+    factors: Mutex<Option<DeviceBuffer>>,
 }
 
 /// Where the wgmma body's cut row blocks finish (`StreamK::counter_bytes`, `partial_bytes`).
@@ -483,13 +129,30 @@ impl<'a> AttentionKernel<'a> {
             .iter()
             .map(|&name| Ok((name, modules[0].1.function(name)?)))
             .collect::<Result<_>>()?;
+        let factor_passes = if path.is_fp8() {
+            path.formats()
+                .iter()
+                .map(|&f| {
+                    Ok((
+                        f,
+                        modules[0]
+                            .1
+                            .function(&format!("fp8_factors_{}", f.name()))?,
+                    ))
+                })
+                .collect::<Result<_>>()?
+        } else {
+            Vec::new()
+        };
         Ok(AttentionKernel {
             backend,
             path,
             modules,
             sms: backend.sm_count()? as usize,
             pre_passes,
+            factor_passes,
             workspace: Mutex::new(None),
+            factors: Mutex::new(None),
         })
     }
 
@@ -538,6 +201,62 @@ impl<'a> AttentionKernel<'a> {
         }
         let w = ws.as_ref().expect("allocated above");
         Ok((w.counters.ptr(), w.partials.ptr()))
+    }
+
+    /// The FP8 body's row factors of `s`'s operands (`ops` as `enqueue_raw` takes them),
+    /// enqueued: one i32 per row of Q and K and per row of Vᵀ, into a buffer grown as needed.
+    fn enqueue_factors(
+        &self,
+        s: &AttnShape,
+        format: Format,
+        ops: &[sys::CUdeviceptr; 6],
+    ) -> Result<sys::CUdeviceptr> {
+        let f = match self.factor_passes.iter().find(|(f, _)| *f == format) {
+            Some(&(_, f)) => f,
+            None => bail!("no FP8 factor pre-pass for {}", format.name()),
+        };
+        // K and Vᵀ have kv_bh heads (the kernel's `Factors` lays them out so).
+        let (q_rows, k_rows, v_rows) = (
+            s.bh() * s.seq_q,
+            s.kv_bh() * s.seq_k,
+            s.kv_bh() * s.head_dim,
+        );
+        let bytes = 4 * (q_rows + k_rows + v_rows);
+        let mut buf = self.factors.lock().unwrap_or_else(|e| e.into_inner());
+        if buf.as_ref().is_none_or(|b| b.bytes() < bytes) {
+            // The old buffer may still be in use by launches in flight.
+            self.backend.synchronize()?;
+            *buf = Some(DeviceBuffer::zeroed(
+                self.backend,
+                bytes,
+                "FP8 row factors",
+            )?);
+        }
+        let out = buf.as_ref().expect("allocated above").ptr();
+        let u = |v: usize, what: &str| {
+            u32::try_from(v).with_context(|| format!("{what} {v} does not fit in 32 bits"))
+        };
+        let block = format.block();
+        let args = [
+            KernelArg::Ptr(ops[1]),
+            KernelArg::Ptr(ops[3]),
+            KernelArg::Ptr(ops[5]),
+            KernelArg::Ptr(out),
+            KernelArg::U32(u(q_rows, "Q rows")?),
+            KernelArg::U32(u(k_rows, "K rows")?),
+            KernelArg::U32(u(v_rows, "Vᵀ rows")?),
+            KernelArg::U32(u(s.head_dim / block, "scales per row")?),
+            KernelArg::U32(u(s.seq_k_padded() / block, "scales per Vᵀ row")?),
+        ];
+        // SAFETY: fp8_factors_{fmt}(3 × const u8* scales, int* out, u32 q_rows, k_rows, v_rows,
+        // qk_row_bytes, v_row_bytes): the scale tensors of `s` in `format` (QuantizedQkv's
+        // layout) hold those rows of those lengths; `out` holds one i32 per row. Grid-stride
+        // loops: any grid covers them.
+        unsafe {
+            self.backend
+                .launch_3d(f, (4 * self.sms as u32, 2, 1), (256, 1), &args)?
+        };
+        Ok(out)
     }
 
     /// The variants this kernel holds.
@@ -602,6 +321,11 @@ impl<'a> AttentionKernel<'a> {
         if out.bytes() < s.q_len() * 4 || ts.bytes() < 12 {
             bail!("output or tensor-scale buffer too small for {s}");
         }
+        let factors = if self.path.is_fp8() {
+            self.enqueue_factors(s, format, &ops)?
+        } else {
+            0
+        };
         let u = |v: usize, what: &str| {
             u32::try_from(v).with_context(|| format!("{what} {v} does not fit in 32 bits"))
         };
@@ -617,14 +341,16 @@ impl<'a> AttentionKernel<'a> {
             KernelArg::U32(u(bh, "batch × heads")?),
             KernelArg::Ptr(counters),
             KernelArg::Ptr(partials),
+            KernelArg::Ptr(factors),
             KernelArg::U32(u(s.group(), "Q heads per K/V head")?),
         ]);
         // SAFETY: attn_{fmt}_dD(6 × const u8*, float*, u32 Sq, u32 Sk, u32 Skp, u32 causal,
         // const float* ts, u32 c0_bits, u32 bh_count, u32* counters, float* partials,
-        // u32 kv_group): the caller's buffers hold the operands of `s` in `format`
+        // const int* factors, u32 kv_group; the factors are the FP8 body's, enqueued before
+        // it on the stream): the caller's buffers hold the operands of `s` in `format`
         // (QuantizedQkv's layout, K and Vᵀ with batch·kv_heads heads, kv_group = heads /
         // kv_heads), `out` and `ts` are checked above; the grid covers seq_q and batch·heads
-        // (the wgmma body's schedule all of them, its workspace sized for it); the dynamic
+        // (the wgmma bodies' schedule all of them, its workspace sized for it); the dynamic
         // shared memory is the body's (allowed in load_path).
         unsafe {
             self.backend.launch_3d_smem(
@@ -823,140 +549,5 @@ impl OnTheFly {
         ]
         .map(|b| b.ptr());
         attn.enqueue_raw(s, self.format, ops, &self.ts, &self.out)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn paths_pick_their_targets_and_refuse_the_wrong_device() {
-        assert_eq!(KernelPath::for_device(9, 128), KernelPath::Wgmma);
-        assert_eq!(KernelPath::for_device(9, 64), KernelPath::Wgmma);
-        assert_eq!(KernelPath::for_device(9, 256), KernelPath::Bf16);
-        assert_eq!(KernelPath::for_device(10, 128), KernelPath::Bf16);
-        assert_eq!(KernelPath::for_device(12, 128), KernelPath::BlockScale);
-        assert_eq!(KernelPath::Wgmma.arch(9, 0).unwrap(), "sm_90a");
-        let e = KernelPath::Wgmma.arch(12, 0).unwrap_err().to_string();
-        assert!(e.contains("needs sm_90a") && e.contains("sm_120"), "{e}");
-        let e = KernelPath::Wgmma
-            .check_head_dim(256)
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("--path bf16") && e.contains("256"), "{e}");
-        assert!(KernelPath::Bf16.check_head_dim(256).is_ok());
-        let [two, three] = KernelPath::Wgmma.variants()[..] else {
-            panic!("wgmma has two variants")
-        };
-        assert_eq!((two.rows_per_cta(), two.threads()), (128, 384));
-        assert_eq!((three.rows_per_cta(), three.threads()), (192, 512));
-        assert_eq!(two.dynamic_smem(128), 2 * 32768 + 3 * 32768);
-        assert_eq!(three.dynamic_smem(64), 2 * 24576 + 3 * 32768);
-        assert_eq!(KernelPath::Bf16.variants().len(), 1);
-        assert_eq!(KernelPath::Bf16.arch(9, 0).unwrap(), "sm_90");
-        assert_eq!(KernelPath::BlockScale.arch(12, 0).unwrap(), "sm_120a");
-        assert_eq!(KernelPath::BlockScaleEmulated.arch(9, 0).unwrap(), "sm_90");
-        let e = KernelPath::BlockScale.arch(9, 0).unwrap_err().to_string();
-        assert!(e.contains("needs sm_120a") && e.contains("sm_90"), "{e}");
-        let e = KernelPath::BlockScaleK32
-            .arch(9, 0)
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("block-scale-k32-emulated"), "{e}");
-        assert!(
-            KernelPath::BlockScaleK32
-                .check_format(Format::Mxfp4)
-                .is_ok()
-        );
-        let e = KernelPath::BlockScaleK32
-            .check_format(Format::Nvfp4)
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.contains("MXFP4 only") && e.contains("--path block-scale"),
-            "{e}"
-        );
-        let e = KernelPath::Bf16.arch(8, 6).unwrap_err().to_string();
-        assert!(e.contains("sm_90 or later") && e.contains("sm_86"), "{e}");
-    }
-
-    #[test]
-    fn three_consumer_warpgroups_unless_their_row_blocks_run_past_the_rows() {
-        let v = KernelPath::Wgmma.variants();
-        let shape = |seq, heads, d| AttnShape::new(1, heads, seq, seq, d, false).unwrap();
-        let pick =
-            |seq, heads, d, format| Variant::pick(&v, &shape(seq, heads, d), 132, format).consumers;
-        // The persistent schedule balances the CTAs' tiles whatever the grid (S = 4096: 341 or
-        // 342 of 64 keys each), so the 192-row blocks' per-row gain decides, less the rows a
-        // head's last block runs past seq_q: 4096 = 21⅓ blocks of 192.
-        for format in [Format::Mxfp4, Format::Nvfp4] {
-            for d in [64, 128] {
-                assert_eq!(pick(4096, 32, d, format), 3, "{format:?} d={d}");
-                assert_eq!(pick(16384, 32, d, format), 3, "{format:?} d={d}");
-            }
-        }
-        // S = 1024: 256 row blocks of 128 fill two waves with one CTA each (the grid beats the
-        // persistent schedule's segment costs), 5⅓ blocks of 192 a head do not; two win.
-        for format in [Format::Mxfp4, Format::Nvfp4] {
-            for d in [64, 128] {
-                let s = AttnShape::new(1, 32, 1024, 1024, d, false).unwrap();
-                let v = Variant::pick(&v, &s, 132, format);
-                assert_eq!(v.consumers, 2, "{format:?} d={d}");
-                assert_eq!(v.schedule(&s, 132).unwrap().ctas, 256, "{format:?} d={d}");
-            }
-        }
-        let three = Variant {
-            path: KernelPath::Wgmma,
-            consumers: 3,
-        };
-        let e = three.wave_efficiency(&shape(4096, 32, 128), 132);
-        let s = three.schedule(&shape(4096, 32, 128), 132).unwrap();
-        assert!(
-            (e - 4096.0 / (22.0 * 192.0) * s.efficiency(132)).abs() < 1e-12,
-            "{e}"
-        );
-        // The grid of one CTA per row block (bf16 body): 704 CTAs, 6 waves of 132.
-        let bf16 = KernelPath::Bf16.variants()[0];
-        let e = bf16.wave_efficiency(&shape(4096, 32, 128), 132);
-        let ctas = 4096usize.div_ceil(bf16.rows_per_cta()) * 32;
-        assert!(
-            (e - ctas as f64 / (ctas.div_ceil(132) * 132) as f64).abs() < 1e-12,
-            "{e}"
-        );
-    }
-
-    #[test]
-    fn one_source_includes_both_bodies_and_declares_every_entry_point() {
-        let src = crate::kernels::embedded(SOURCE).unwrap();
-        for path in [KernelPath::Bf16, KernelPath::Wgmma, KernelPath::BlockScale] {
-            assert!(
-                crate::kernels::embedded(path.body()).is_some(),
-                "{}",
-                path.body()
-            );
-            assert!(src.contains(&format!("#include \"{}\"", path.body())));
-            for &format in path.formats() {
-                for &d in path.head_dims() {
-                    let e = entry(format, d);
-                    assert!(
-                        src.contains(&format!("ATTN_ENTRY({e},")),
-                        "{SOURCE} lacks {e}"
-                    );
-                }
-            }
-        }
-        assert!(src.contains("attn_prepasses.cuh"));
-        for path in [
-            KernelPath::BlockScaleEmulated,
-            KernelPath::BlockScaleK32,
-            KernelPath::BlockScaleK32Emulated,
-        ] {
-            assert!(path.defines().contains(&"ATTN_BLOCK_SCALE"));
-            assert_eq!(
-                path.emulated(),
-                path.defines().contains(&"ATTN_EMULATE_BLOCK_SCALE")
-            );
-        }
     }
 }

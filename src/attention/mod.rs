@@ -19,6 +19,7 @@ pub mod fp8;
 pub mod inputs;
 pub mod kernel;
 pub mod metrics;
+pub mod paths;
 pub mod prequant;
 pub mod reference;
 pub mod schedule;

@@ -5,7 +5,7 @@
 #             warpgroups forced, and bf16 natively, the sm_120a
 #             kernels through their software MMA), compute-sanitizer on each, and the kernels
 #             compiled by this machine's NVRTC (SASS checked)
-#   bench     the default kernel (wgmma on an H100) and the bf16 path, PyTorch SDPA (flash,
+#   bench     the default kernel (wgmma on an H100), the bf16 and wgmma-fp8 paths, PyTorch SDPA (flash,
 #             cuDNN) and the Triton FP8 baseline (with its accuracy check) side by side, merged
 #             into attention-bench.csv (bench-core: only this);
 #             then (extra: only this) head_dim 256 separately, and an ncu instruction-mix and
@@ -27,7 +27,7 @@ case "$MODE" in
 esac
 mkdir -p "$OUT"
 validate() {
-  for p in wgmma bf16 block-scale-emulated block-scale-k32-emulated; do
+  for p in wgmma-fp8 wgmma bf16 block-scale-emulated block-scale-k32-emulated; do
     echo "== validation suite, --path $p"
     $B/fp4probe attention --suite --path $p > "$OUT/attention-suite-$p.md" 2>&1; rc=$?
     echo "$p suite rc=$rc: $(grep -c '| pass |' "$OUT/attention-suite-$p.md") pass, $(grep -c '| FAIL |' "$OUT/attention-suite-$p.md") fail, $(grep -c 'skipped' "$OUT/attention-suite-$p.md") skipped"
@@ -57,9 +57,12 @@ bench_core() {
   echo "== benchmark: --path bf16 (mma.sync), same shapes"
   $B/fp4probe attention --bench --path bf16 --csv "$OUT/fp4-bf16.csv" 2>"$OUT/attention-bench-bf16.log"; echo "bench bf16 rc=$?"
   grep -E "registers" "$OUT/attention-bench-bf16.log"
+  echo "== benchmark: --path wgmma-fp8 (FP4 widened to E4M3, FP8 wgmma), same shapes"
+  $B/fp4probe attention --bench --path wgmma-fp8 --csv "$OUT/fp4-fp8.csv" 2>"$OUT/attention-bench-fp8.log"; echo "bench fp8 rc=$?"
+  grep -E "registers" "$OUT/attention-bench-fp8.log"
   baseline_check
   python3 $G/attention_bench_sdpa.py bench --csv "$OUT/sdpa.csv" 2>"$OUT/sdpa.log" | tail -3; echo "sdpa rc=$?"
-  python3 $G/attention_bench_sdpa.py merge --csv "$OUT/sdpa.csv" --csv "$OUT/fp4.csv" --csv "$OUT/fp4-bf16.csv" \
+  python3 $G/attention_bench_sdpa.py merge --csv "$OUT/sdpa.csv" --csv "$OUT/fp4.csv" --csv "$OUT/fp4-bf16.csv" --csv "$OUT/fp4-fp8.csv" \
     --out "$OUT/attention-bench.csv" --markdown "$OUT/attention-bench.md"
   cat "$OUT/attention-bench.md"
 }

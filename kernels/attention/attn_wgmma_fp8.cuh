@@ -1,0 +1,726 @@
+// The FP8 wgmma body of attn_fp4.cu (ATTN_WGMMA_FP8), for sm_90a: FP4 Q, K, V (NVFP4 or MXFP4,
+// as prequantize and `fp4probe quantize` store them) widened to E4M3 in shared memory, both
+// products on FP8 wgmma (m64nNk32 .e4m3, f32 accumulators), P rounded to E4M3 in registers.
+// The arithmetic is docs/attention-fp8.md's, and src/attention/fp8.rs: reference_fp8 is its
+// CPU reference (relative error at most 1e-3; the doc says where and why it is not bit-exact).
+//
+// The pipeline is attn_wgmma.cuh's (attn_wgmma_pipeline.cuh): a producer warpgroup widens
+// each row block's Q and each key tile's K and Vᵀ into shared memory, STAGES tiles ahead; two
+// consumer warpgroups (64 query rows each) issue S = Q·Kᵀ of tile j together with O += P·V of
+// tile j-1 and take turns at the tensor cores; the grid is persistent and stream-K.
+//
+// Operands. Each row of Q and K and each row of Vᵀ (a channel of V over all keys) has one
+// power-of-two factor 2^f (fp8.rs: row_factor_log2), computed by the pre-pass fp8_factors_*
+// into the launch's factor buffer: [bh][Sq] for Q, [bh][Sk] for K, [bh][D] for Vᵀ (ints). An
+// element is RN_E4M3(code × block scale × 2^-f): the code's value (exact in f16, times 2^-14
+// by shifts and masks, then times 2^14), times the block's multiplier scale·2^-f (f16, exact
+// wherever the element does not round to 0 in E4M3), converted by cvt.rn.satfinite.e4m3x2.f16x2.
+// S column c is multiplied by its key's 2^fk (kept per tile in shared memory) and the row by
+// c·2^fq; O's column d by 2^fv·(V's tensor scale) at the end.
+//
+// Placement, all of it from measured tables:
+//   - shared-memory tiles in wgmma's K-major layout under the 128B swizzle (64B for Q and K
+//     at head_dim 64, whose rows are 64 bytes), written through the generated offset function
+//     of the 8-bit study (generated/wgmma/fp4probe_wgmma_smem.cuh) and read through
+//     descriptors made by its make_desc;
+//   - S's accumulator registers through the measured wgmma D layout (d.f32.n64), and P's A
+//     registers from them through the measured D→A handoff (handoff.d.f32.n64.a.e4m3.k32):
+//     A step j's k position κ holds S column kPerm[κ], so Vᵀ's k position κ must hold that
+//     column's key. The widening stores a word's 8 codes in the order 0 4 1 5 2 6 3 7
+//     (key_of_slot), so Vᵀ's position κ holds key key_of_slot(κ), and K's row c (S column c)
+//     holds key key_of_col(c) = key_of_slot(kPerm⁻¹(c)).
+
+#pragma once
+
+// The producer widens a key tile's 8 chunks held in registers with their factors, and a row
+// block's Q: 80 registers (the bf16 body's) spilled, 120 leaves the consumers 192.
+#ifndef ATTN_PRODUCER_REGS
+#define ATTN_PRODUCER_REGS 120
+#endif
+
+#include "attention/attn_wgmma_pipeline.cuh"
+#include "attention/wgmma_e4m3.cuh"
+#include "generated/wgmma/d.f32.n64.cuh"
+#include "generated/wgmma/fp4probe_wgmma_smem.cuh"
+#include "generated/wgmma/handoff.d.f32.n64.a.e4m3.k32.cuh"
+
+#define ATTN_BODY attn::attention_wgmma_fp8
+#define ATTN_FACTORS_ARG , factors
+
+namespace attn {
+namespace f8 {
+
+using namespace wg;
+namespace SM = ::fp4probe::wgmma;
+namespace WD = ::fp4probe::wgmma::d_f32_n64;
+namespace HO = ::fp4probe::wgmma::handoff_d_f32_n64_a_e4m3_k32;
+
+// ---- geometry -------------------------------------------------------------------------------
+
+// Keys per tile: S's accumulator (BC/2 registers) and O's (D/2) share the consumers'
+// registers, 128 keys at D = 64 and 64 at D = 128 (128 keys there spilled). Q and K rows are D
+// bytes, Vᵀ rows BC bytes: each row one swizzle row of its mode (128B for 128-byte rows, 64B
+// for 64-byte ones), 8 rows one swizzle atom (SBO).
+template <int D>
+struct Geo8 {
+    static_assert(D == 64 || D == 128, "the FP8 wgmma body runs head_dim 64 and 128");
+    static constexpr int BC = D == 64 ? 128 : 64;
+    static constexpr int QK_SWIZZLE = D == 128 ? SM::kSwizzle128B : SM::kSwizzle64B;
+    static constexpr int V_SWIZZLE = BC == 128 ? SM::kSwizzle128B : SM::kSwizzle64B;
+    static constexpr int QK_SBO = 8 * D, V_SBO = 8 * BC;
+    static constexpr int Q_WG_BYTES = 64 * D;  // one consumer warpgroup's rows
+    static constexpr int Q_BYTES = BR * D;
+    static constexpr int K_BYTES = BC * D, V_BYTES = D * BC, KF_BYTES = BC * 4;
+    // Every tile starts on a 1024-byte boundary: the swizzle reads address bits 4..9, which
+    // the offset function is then called with as 0.
+    static constexpr int STAGE_BYTES = (K_BYTES + V_BYTES + KF_BYTES + 1023) / 1024 * 1024;
+    static constexpr int SMEM = 2 * Q_BYTES + STAGES * STAGE_BYTES;
+    static_assert(Q_WG_BYTES % 1024 == 0 && K_BYTES % 1024 == 0, "tiles on 1024-byte boundaries");
+};
+// The host's copy: src/attention/paths.rs (Variant::dynamic_smem).
+
+template <int SWIZZLE>
+using SmemK8 = SM::Smem<8, SM::kMajorK, SWIZZLE>;
+
+// Byte offset of element (row, k) in a K-major E4M3 tile of rows of SBO/8 bytes.
+template <int SWIZZLE, int SBO>
+__device__ __forceinline__ u32 tile_offset(int row, int k) {
+    return SmemK8<SWIZZLE>::offset((unsigned)row, (unsigned)k, 16u, (unsigned)SBO, 0u, 0u);
+}
+// The descriptor of a tile at shared address `addr` (a k32 step's 32 bytes further along the
+// row for each step: the measured form is linear in k inside a swizzle row).
+template <int SWIZZLE, int SBO>
+__device__ __forceinline__ u64 tile_desc(u32 addr) {
+    return SM::make_desc(addr, 16u, (unsigned)SBO, 0u, (SM::SwizzleMode)SWIZZLE);
+}
+
+// ---- the measured register layouts ------------------------------------------------------------
+
+// The m64nN accumulator is N/8 tiles of 4 registers (d.f32.n64 for N = 64); a register's row
+// half (rows g or g+8 of the warp's 16) and its column.
+FP4PROBE_HD constexpr int acc_half(int reg) { return WD::d_row_formula(0, reg % 32, 0) / 8 % 2; }
+FP4PROBE_HD constexpr int acc_col(int t, int reg) { return WD::d_col_formula(t, reg % 32, 0) + 64 * (reg / 32); }
+FP4PROBE_HD constexpr bool acc_layout_is_periodic() {
+    for (int t = 0; t < 128; ++t)
+        for (int r = 0; r < 32; ++r) {
+            if (WD::d_row_formula(t, r, 0) != WD::d_row_formula(t % 32, r, 0) + 16 * (t / 32)) return false;
+            if (WD::d_row_formula(t, r, 0) % 16 != WD::d_row_formula(t % 32, r % 4, 0) % 8 + 8 * acc_half(r)) return false;
+            if (WD::d_col_formula(t, r, 0) != WD::d_col_formula(t, r % 4, 0) + 8 * (r / 4)) return false;
+            if (r + 1 < 32 && r % 2 == 0 && WD::d_col_formula(t, r + 1, 0) != WD::d_col_formula(t, r, 0) + 1) return false;
+        }
+    return WD::kD_regs == 32;
+}
+static_assert(acc_layout_is_periodic(),
+              "the wgmma accumulator: warps hold 16-row bands, n8 tiles of 4 registers, registers 2k, 2k+1 adjacent");
+// ... and the per-warp view the pipeline's store_rows reads (m16n8k16's D layout) is the same.
+FP4PROBE_HD constexpr bool acc_matches_warp_view() {
+    for (int lane = 0; lane < 32; ++lane)
+        for (int r = 0; r < 32; ++r)
+            if (WD::d_row_formula(lane, r, 0) != L::d_row_formula(lane, r % 4, 0) ||
+                WD::d_col_formula(lane, r, 0) != L::d_col_formula(lane, r % 4, 0) + 8 * (r / 4))
+                return false;
+    return true;
+}
+static_assert(acc_matches_warp_view(), "wgmma's D per warp is m16n8k16's D tiles side by side");
+
+// The handoff: A register r of step j, byte e, is accumulator register a_src(j, 4r + e);
+// its k position κ within the step holds S column kPerm[κ]. The measured table covers N = 64
+// (two steps); both repeat every 32 columns, so the 128-key tile's four steps are read from it.
+FP4PROBE_HD constexpr int a_src(int j, int slot) { return HO::kSrc[j % 2][slot] + 32 * (j / 2); }
+FP4PROBE_HD constexpr int k_perm(int k) { return HO::kPerm[k % 64] + 64 * (k / 64); }
+FP4PROBE_HD constexpr bool handoff_is_periodic() {
+    for (int s = 0; s < HO::kASlots; ++s)
+        if (HO::kSrc[1][s] != HO::kSrc[0][s] + 16) return false;
+    for (int k = 0; k < 32; ++k)
+        if (HO::kPerm[32 + k] != HO::kPerm[k] + 32 || HO::kPerm[k] / 32 != 0) return false;
+    // The two bytes of each converted pair lie in one row half.
+    for (int j = 0; j < 2; ++j)
+        for (int s = 0; s < HO::kASlots; s += 2)
+            if (acc_half(HO::kSrc[j][s]) != acc_half(HO::kSrc[j][s + 1])) return false;
+    return HO::kAElems == 4 && HO::kK == 32 && HO::kSteps == 2;
+}
+static_assert(handoff_is_periodic(), "the e4m3 D→A handoff repeats every 32 columns, pairs within a row half");
+
+FP4PROBE_HD constexpr int k_perm_inv(int c) {
+    for (int k = 0; k < 128; ++k)
+        if (k_perm(k) == c) return k;
+    return -1;
+}
+// The key (within the tile) of S column c, and the column of key κ.
+FP4PROBE_HD constexpr int key_of_col(int c) { return key_of_slot(k_perm_inv(c)); }
+FP4PROBE_HD constexpr int col_of_key(int k) { return k_perm(slot_of_key(k)); }
+FP4PROBE_HD constexpr bool columns_are_a_permutation() {
+    for (int c = 0; c < 128; ++c)
+        if (col_of_key(key_of_col(c)) != c || key_of_col(c) / 32 != c / 32) return false;
+    return true;
+}
+static_assert(columns_are_a_permutation(), "S columns and keys: a permutation within each 32");
+// key_of_col as a table, for the masks of edge tiles (a lane's columns are known only at run
+// time).
+struct ColumnKeys {
+    unsigned char key[128];
+    FP4PROBE_HD constexpr ColumnKeys() : key() {
+        for (int c = 0; c < 128; ++c) key[c] = (unsigned char)key_of_col(c);
+    }
+};
+__constant__ ColumnKeys kColumnKeys = ColumnKeys();
+
+// ---- FP4 to E4M3 ----------------------------------------------------------------------------
+
+// Codes K and K+4 of word w as f16x2, each the code's value times 2^-14 exactly: magnitude
+// bits e1 e0 m at f16 bits 11..9 (exponent field e, top mantissa bit m: (1 + m/2)·2^(e-15)
+// for e ≥ 1, m·2^-15 for e = 0), the sign at bit 15. The shifted nibble's sign lands on bit
+// 12; adding 7 times it moves it to bit 15.
+template <int K>
+__device__ __forceinline__ u32 e2m1_pair_f16_scaled_down(u32 w) {
+    constexpr int k = K & 1;
+    const u32 x = K < 2 ? w : w >> 8;
+    const u32 v = (x & (0x000f000fu << (4 * k))) << (9 - 4 * k);
+    return v + (v & 0x10001000u) * 7u;
+}
+__device__ __forceinline__ u32 hmul2(u32 a, u32 b) {
+    u32 d;
+    asm("mul.rn.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+    return d;
+}
+__device__ __forceinline__ u32 e4m3x2_of_f16x2(u32 h) {
+    unsigned short d;
+    asm("cvt.rn.satfinite.e4m3x2.f16x2 %0, %1;" : "=h"(d) : "r"(h));
+    return d;
+}
+
+// A block's multiplier scale·2^-f as f16x2 (both halves). MXFP4: 2^(s - 127 - f) (at most 2^6
+// by f's choice; below 2^-24 it is 0, and so is every element it scales in E4M3). NVFP4: the
+// E4M3 scale's value times 2^-f, rounded to f16 (exact from 2^-14 up; below, every element
+// rounds to 0 in E4M3 whatever the multiplier's last bits).
+template <int FMT>
+__device__ __forceinline__ u32 block_multiplier(u32 s, int f) {
+    u32 h;
+    if (FMT == MX) {
+        const int k = (int)s - 127 - f;
+        h = k >= -14 ? (u32)(k + 15) << 10 : k >= -24 ? 1u << (k + 24) : 0u;
+    } else {
+        const float v = __fmul_rn(e4m3_to_f32(s & 0x7fu), __int_as_float((127 - max(min(f, 126), -126)) << 23));
+        unsigned short b;
+        asm("cvt.rn.f16.f32 %0, %1;" : "=h"(b) : "f"(v));
+        h = b;
+    }
+    return h | (h << 16);
+}
+
+// 8 codes (one word) under one multiplier to 8 E4M3 bytes, in the order 0 4 1 5 2 6 3 7.
+__device__ __forceinline__ uint2 widen_word(u32 w, u32 mult) {
+    constexpr u32 TWO_POW_14 = 0x74007400u;
+    u32 b[4];
+    b[0] = e4m3x2_of_f16x2(hmul2(hmul2(e2m1_pair_f16_scaled_down<0>(w), TWO_POW_14), mult));
+    b[1] = e4m3x2_of_f16x2(hmul2(hmul2(e2m1_pair_f16_scaled_down<1>(w), TWO_POW_14), mult));
+    b[2] = e4m3x2_of_f16x2(hmul2(hmul2(e2m1_pair_f16_scaled_down<2>(w), TWO_POW_14), mult));
+    b[3] = e4m3x2_of_f16x2(hmul2(hmul2(e2m1_pair_f16_scaled_down<3>(w), TWO_POW_14), mult));
+    return make_uint2(b[0] | (b[1] << 16), b[2] | (b[3] << 16));
+}
+
+// 32 codes (a chunk: 16 bytes along a row, from k0) with their scales and the row's factor f,
+// widened to row `row` of a tile.
+template <int FMT, int SWIZZLE, int SBO>
+__device__ __forceinline__ void widen_chunk(const Chunk& c, int f, unsigned char* tile, int row, int k0) {
+    const u32 w[4] = {c.bytes.x, c.bytes.y, c.bytes.z, c.bytes.w};
+    uint2 o[4];
+    if (FMT == MX) {
+        const u32 m = block_multiplier<MX>(c.scales, f);
+#pragma unroll
+        for (int q = 0; q < 4; ++q) o[q] = widen_word(w[q], m);
+    } else {
+        const u32 m0 = block_multiplier<NV>(c.scales & 0xffu, f), m1 = block_multiplier<NV>(c.scales >> 8, f);
+#pragma unroll
+        for (int q = 0; q < 4; ++q) o[q] = widen_word(w[q], q < 2 ? m0 : m1);
+    }
+    *reinterpret_cast<uint4*>(tile + tile_offset<SWIZZLE, SBO>(row, k0)) = make_uint4(o[0].x, o[0].y, o[1].x, o[1].y);
+    *reinterpret_cast<uint4*>(tile + tile_offset<SWIZZLE, SBO>(row, k0 + 16)) = make_uint4(o[2].x, o[2].y, o[3].x, o[3].y);
+}
+
+// 2^f as f32 (f within the normal exponents: the factors of finite inputs are).
+__device__ __forceinline__ float pow2(int f) { return __int_as_float((127 + max(min(f, 127), -126)) << 23); }
+
+// The launch's factor buffer: Q rows, K rows, Vᵀ rows (fp8_factors_*); K and Vᵀ have
+// bh_count / kv_group heads.
+struct Factors {
+    const int *q, *k, *v;
+    u32 kv_group;
+    __device__ __forceinline__ Factors(const int* base, u32 bh_count, int Sq, int Sk, u32 kv_group_)
+        : q(base),
+          k(base + (u64)bh_count * Sq),
+          v(base + (u64)bh_count * Sq + (u64)(bh_count / kv_group_) * Sk),
+          kv_group(kv_group_) {}
+    // The K rows and Vᵀ rows of Q head bh's K/V head (head_offsets).
+    __device__ __forceinline__ const int* k_of(u32 bh, int Sk) const { return k + (u64)(bh / kv_group) * Sk; }
+    __device__ __forceinline__ const int* v_of(u32 bh, int D) const { return v + (u64)(bh / kv_group) * D; }
+};
+
+// ---- the producer ---------------------------------------------------------------------------
+
+// Chunks of one key tile per producer thread: K chunk i is key i % BC, d from 32·(i / BC);
+// Vᵀ chunk i is channel i % D, keys from 32·(i / D).
+template <int D>
+struct TileChunks8 {
+    static constexpr int BC = Geo8<D>::BC;
+    static constexpr int KC = BC * (D / 32) / 128, VC = D * (BC / 32) / 128;
+    static_assert(KC * 128 == BC * (D / 32) && VC * 128 == D * (BC / 32), "whole chunks per thread");
+    Chunk k[KC], v[VC];
+    int fk[KC], fv[VC];
+};
+
+template <int D, int FMT>
+__device__ __forceinline__ void fetch8(TileChunks8<D>& tc, const u8* k_data, const u8* k_scale, const u8* v_data,
+                                       const u8* v_scale, const int* fk, const int* fv, int key0, int Sk, int Skp, int t) {
+    constexpr int B = Blk<FMT>::n, BC = Geo8<D>::BC;
+    const Chunk zero = {{0u, 0u, 0u, 0u}, 0u};
+#pragma unroll
+    for (int c = 0; c < TileChunks8<D>::KC; ++c) {
+        const int i = t + 128 * c, key = key0 + i % BC, d0 = 32 * (i / BC);
+        tc.k[c] = zero;
+        tc.fk[c] = 0;
+        if (key < Sk) {
+            tc.k[c].bytes = ldg16(k_data + (u64)key * (D / 2) + d0 / 2);
+            tc.k[c].scales = load_scales<FMT>(k_scale + (u64)key * (D / B) + d0 / B);
+            tc.fk[c] = __ldg(fk + key);
+        }
+    }
+#pragma unroll
+    for (int c = 0; c < TileChunks8<D>::VC; ++c) {
+        const int i = t + 128 * c, d = i % D, key = key0 + 32 * (i / D);
+        tc.v[c] = zero;
+        tc.fv[c] = __ldg(fv + d);
+        if (key < Skp) {
+            tc.v[c].bytes = ldg16(v_data + (u64)d * (Skp / 2) + key / 2);
+            tc.v[c].scales = load_scales<FMT>(v_scale + (u64)d * (Skp / B) + key / B);
+        }
+    }
+}
+
+// The tile into its stage: K rows in column order (key i % BC to row col_of_key), Vᵀ rows by
+// channel, and each S column's key factor 2^fk (1 past Sk: those columns are masked).
+template <int D, int FMT>
+__device__ __forceinline__ void store8(const TileChunks8<D>& tc, unsigned char* stage, int t) {
+    using G = Geo8<D>;
+    constexpr int BC = G::BC;
+    unsigned char* k_tile = stage;
+    unsigned char* v_tile = stage + G::K_BYTES;
+    float* kf = reinterpret_cast<float*>(stage + G::K_BYTES + G::V_BYTES);
+#pragma unroll
+    for (int c = 0; c < TileChunks8<D>::KC; ++c) {
+        const int i = t + 128 * c, col = col_of_key(i % BC);
+        widen_chunk<FMT, G::QK_SWIZZLE, G::QK_SBO>(tc.k[c], tc.fk[c], k_tile, col, 32 * (i / BC));
+        if (i < BC) kf[col] = pow2(tc.fk[c]);
+    }
+#pragma unroll
+    for (int c = 0; c < TileChunks8<D>::VC; ++c) {
+        const int i = t + 128 * c;
+        widen_chunk<FMT, G::V_SWIZZLE, G::V_SBO>(tc.v[c], tc.fv[c], v_tile, i % D, 32 * (i / D));
+    }
+}
+
+// The producer's walk: per segment its Work, the row block's Q widened into one of two Q
+// buffers, then its key tiles through the ring, each fetched while the one before is stored.
+template <int D, int FMT>
+__device__ __forceinline__ void produce8(int Sq, int Sk, int causal, u32 bh_count, unsigned char* q_tiles, Work* works,
+                                         unsigned char* stages, FullBarriers* full, const Operands& op,
+                                         const Factors& fac, int t) {
+    using G = Geo8<D>;
+    constexpr int B = Blk<FMT>::n, BC = G::BC, QW = 64 * (D / 32) / 128;
+    static_assert(QW * 128 == 64 * (D / 32), "whole Q chunks per thread");
+    __shared__ Schedule sched;
+    __shared__ Schedule::Cursor cursor;
+    if (t == 0) {
+        sched.init(Sq, Sk, causal, BC, bh_count, gridDim.x);
+        sched.start(cursor, blockIdx.x);
+    }
+    const int Skp = op.Skp;
+    int ring = 0, seg = 0;
+    for (;; ++seg) {
+        if (seg >= 2) bar_sync(bar_q_empty(seg & 1), THREADS);
+        if (t == 0) next_work(&sched, &cursor, &works[seg & 1]);
+        bar_sync(bar_producer(), 128);
+        const Work sg = works[seg & 1];
+        if (sg.tiles == 0) break;
+        const HeadOffsets at = head_offsets<D, FMT>(sg.bh, Sq, Sk, Skp, op.kv_group);
+        const u8 *k_data = op.k_data + at.k_data, *k_scale = op.k_scale + at.k_scale;
+        const u8 *v_data = op.v_data + at.v_data, *v_scale = op.v_scale + at.v_scale;
+        const int* fk = fac.k_of(sg.bh, Sk);
+        const int* fv = fac.v_of(sg.bh, D);
+        TileChunks8<D> tc;
+        fetch8<D, FMT>(tc, k_data, k_scale, v_data, v_scale, fk, fv, sg.t0 * BC, Sk, Skp, t);
+        // Q rows rb·BR.. (past Sq zero), consumer w's 64 rows into its own tile: chunk c of a
+        // thread is row i % 64 of consumer c / QW, d from 32·(i / 64), i = t + 128·(c % QW).
+        unsigned char* q_tile = q_tiles + (seg & 1) * G::Q_BYTES;
+#pragma unroll
+        for (int c = 0; c < CONSUMERS * QW; ++c) {
+            const int i = t + 128 * (c % QW), r = 64 * (c / QW) + i % 64, row = sg.rb * BR + r, d0 = 32 * (i / 64);
+            Chunk qc = {{0u, 0u, 0u, 0u}, 0u};
+            int fq = 0;
+            if (row < Sq) {
+                qc.bytes = ldg16(op.q_data + at.q_data + (u64)row * (D / 2) + d0 / 2);
+                qc.scales = load_scales<FMT>(op.q_scale + at.q_scale + (u64)row * (D / B) + d0 / B);
+                fq = __ldg(fac.q + (u64)sg.bh * Sq + row);
+            }
+            widen_chunk<FMT, G::QK_SWIZZLE, G::QK_SBO>(qc, fq, q_tile + (c / QW) * G::Q_WG_BYTES, i % 64, d0);
+        }
+        fence_async_smem();
+        mbar_arrive(&full->q[seg & 1]);
+        for (int j = sg.t0; j < sg.t1; ++j) {
+            const int s = ring % STAGES;
+            if (ring >= STAGES) bar_sync(bar_empty(s), THREADS);
+            store8<D, FMT>(tc, stages + s * G::STAGE_BYTES, t);
+            fence_async_smem();
+            mbar_arrive(&full->stage[s]);
+            ++ring;
+            if (j + 1 < sg.t1) fetch8<D, FMT>(tc, k_data, k_scale, v_data, v_scale, fk, fv, (j + 1) * BC, Sk, Skp, t);
+        }
+    }
+    // The end (the Work of no tiles) told; take the consumers' last releases, so no named
+    // barrier is left half-arrived.
+    mbar_arrive(&full->q[seg & 1]);
+    for (int r = max(ring - STAGES, 0); r < ring; ++r) bar_sync(bar_empty(r % STAGES), THREADS);
+    if (seg >= 1) bar_sync(bar_q_empty((seg - 1) & 1), THREADS);
+}
+
+// ---- the consumers --------------------------------------------------------------------------
+
+
+// S of one key tile to P in E4M3: each column times its key's factor (exact), masked where
+// the tile reaches past Sk or the diagonal (EDGE); the row's integer running maximum advanced
+// from the maxima of that times cq = c·2^fq; p = ex2(x·cq + 8 - m) rounded to E4M3 by
+// cvt.rn.satfinite.e4m3x2.f32 into the A registers of P·V's four k32 steps; the rounded
+// values (back through f16, exactly) summed into l.
+template <int D, bool EDGE>
+__device__ __forceinline__ void softmax_to_p8_(const float (&sacc)[Geo8<D>::BC / 2], const float* kf, RowState& st,
+                                               const float (&cq)[2], int key0, int q0, int Sk, int causal, int lane,
+                                               u32 (&a)[Geo8<D>::BC / 32][4], float (&alpha)[2]) {
+    constexpr int S_REGS = Geo8<D>::BC / 2, P_STEPS = Geo8<D>::BC / 32;
+    float x[S_REGS];
+#pragma unroll
+    for (int nt = 0; nt < S_REGS / 4; ++nt) {
+        const float2 f2 = *reinterpret_cast<const float2*>(kf + 8 * nt + L::d_col_formula(lane, 0, 0));
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {
+            const int i = 4 * nt + r;
+            float v = __fmul_rn(sacc[i], r % 2 == 0 ? f2.x : f2.y);
+            if (EDGE) {
+                const int row = q0 + L::d_row_formula(lane, r, 0);
+                const int key = key0 + kColumnKeys.key[8 * nt + L::d_col_formula(lane, r, 0)];
+                if (key >= Sk || (causal && key > row)) v = NEG_INF;
+            }
+            x[i] = v;
+        }
+    }
+    float tmax[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        constexpr int NT = S_REGS / 4;
+        float m[NT];
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt) m[nt] = fmaxf(x[4 * nt + 2 * h], x[4 * nt + 2 * h + 1]);
+#pragma unroll
+        for (int w = 1; w < NT; w *= 2)
+#pragma unroll
+            for (int nt = 0; nt + w < NT; nt += 2 * w) m[nt] = fmaxf(m[nt], m[nt + w]);
+        tmax[h] = __fmul_rn(m[0], cq[h]);
+    }
+    float m_use[2], add[2];
+    advance_row_max(tmax, st.m_run, alpha, m_use);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) add[h] = __fsub_rn(8.0f, m_use[h]);  // P's 2^8 (fp8.rs: P_SCALE_LOG2)
+    float p[S_REGS];
+#pragma unroll
+    for (int i = 0; i < S_REGS; ++i) p[i] = ex2(__fmaf_rn(x[i], cq[acc_half(i)], add[acc_half(i)]));
+    float lsum[2] = {0.0f, 0.0f};
+#pragma unroll
+    for (int j = 0; j < P_STEPS; ++j)
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {
+            u32 pair[2];
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+                const int s0 = a_src(j, 4 * r + 2 * e), s1 = a_src(j, 4 * r + 2 * e + 1);
+                pair[e] = e4m3x2_round(p[s0], p[s1]);
+                float lo, hi;
+                e4m3x2_to_f32(pair[e], lo, hi);
+                lsum[acc_half(s0)] = __fadd_rn(lsum[acc_half(s0)], __fadd_rn(lo, hi));
+            }
+            a[j][r] = pair[0] | (pair[1] << 16);
+        }
+    advance_row_sum(lsum, st.l_run, alpha);
+}
+
+template <int D>
+__device__ __forceinline__ void softmax_to_p8(const float (&sacc)[Geo8<D>::BC / 2], const float* kf, RowState& st,
+                                              const float (&cq)[2], bool edge, int key0, int q0, int Sk, int causal,
+                                              int lane, u32 (&a)[Geo8<D>::BC / 32][4], float (&alpha)[2]) {
+    if (edge)
+        softmax_to_p8_<D, true>(sacc, kf, st, cq, key0, q0, Sk, causal, lane, a, alpha);
+    else
+        softmax_to_p8_<D, false>(sacc, kf, st, cq, key0, q0, Sk, causal, lane, a, alpha);
+}
+
+// The descriptors of a tile's k32 steps (32 bytes apart along the row; the start address
+// field counts 16 bytes), formed and pinned before the chain's wgmma.fence.
+template <int SWIZZLE, int SBO, int STEPS>
+__device__ __forceinline__ void step_descs8(u64 (&d)[STEPS], u32 addr) {
+    const u64 d0 = tile_desc<SWIZZLE, SBO>(addr);
+#pragma unroll
+    for (int i = 0; i < STEPS; ++i) d[i] = d0 + (u64)(2 * i);
+#pragma unroll
+    for (int i = 0; i < STEPS; ++i) asm volatile("" : "+l"(d[i]));
+}
+
+template <int D>
+__device__ __forceinline__ void issue_s8(float (&sacc)[Geo8<D>::BC / 2], const u64 (&dq)[D / 32],
+                                         const u64 (&dk)[D / 32]) {
+#pragma unroll
+    for (int kk = 0; kk < D / 32; ++kk) WgmmaE4m3<Geo8<D>::BC>::ss(sacc, dq[kk], dk[kk], kk);
+    wgmma_commit();
+}
+template <int D>
+__device__ __forceinline__ void issue_pv8(float (&o)[D / 2], const u32 (&a)[Geo8<D>::BC / 32][4],
+                                          const u64 (&dv)[Geo8<D>::BC / 32]) {
+#pragma unroll
+    for (int j = 0; j < Geo8<D>::BC / 32; ++j) WgmmaE4m3<D>::rs(o, a[j], dv[j], 1);
+    wgmma_commit();
+}
+
+// A consumer warpgroup's work on one segment, as attn_wgmma.cuh's consume with two consumer
+// warpgroups (tile j's S issued with tile j-1's P·V, turns at the tensor cores, only the live
+// tiles computed).
+template <int D>
+__device__ __forceinline__ void consume8(u32 q_addr, unsigned char* stages, const FullBarriers* full, int ring0,
+                                         const Work& sg, int Sq, int Sk, int causal, const float (&cq)[2], int w, int t,
+                                         float (&o)[D / 2], RowState& st) {
+    using G = Geo8<D>;
+    constexpr int BC = G::BC, S_REGS = BC / 2, P_STEPS = BC / 32;
+    const int lane = t % 32, warp = t / 32;
+    const int q_wg = sg.rb * BR + 64 * w, q0 = q_wg + 16 * warp;
+    const int tiles = sg.t1 - sg.t0;
+    const u32 st_addr = shared_addr(stages);
+    auto stage = [&](int i) { return (ring0 + i) % STAGES; };
+    auto k_addr = [&](int i) { return st_addr + stage(i) * G::STAGE_BYTES; };
+    auto kf_of = [&](int i) {
+        return reinterpret_cast<const float*>(stages + stage(i) * G::STAGE_BYTES + G::K_BYTES + G::V_BYTES);
+    };
+    auto key0 = [&](int i) { return (sg.t0 + i) * BC; };
+    auto edge = [&](int i) { return key0(i) + BC > Sk || (causal && key0(i) + BC - 1 > q_wg); };
+    const int q_last = min(q_wg + 63, Sq - 1);
+    int live = q_wg < Sq ? tiles : 0;
+    if (causal && live > 0) live = min(tiles, max(0, (q_last + 1 - key0(0) + BC - 1) / BC));
+
+    st = RowState();
+#pragma unroll
+    for (int i = 0; i < D / 2; ++i) o[i] = 0.0f;
+    float sacc[S_REGS], alpha[2];
+    u32 a[P_STEPS][4], a2[P_STEPS][4];
+    u64 dq[D / 32], dk[D / 32], dv[P_STEPS];
+    step_descs8<G::QK_SWIZZLE, G::QK_SBO>(dq, q_addr);
+    auto await_full = [&](int i) { mbar_wait(&full->stage[stage(i)], (ring0 + i) / STAGES); };
+    auto await_tile = [&](int i) {
+        await_full(i);
+        step_descs8<G::QK_SWIZZLE, G::QK_SBO>(dk, k_addr(i));
+    };
+    auto v_descs = [&](int i) { step_descs8<G::V_SWIZZLE, G::V_SBO>(dv, k_addr(i) + G::K_BYTES); };
+    auto pass_through = [&](int from) {
+        for (int i = from; i < tiles; ++i) {
+            await_full(i);
+            turn_take(w);
+            turn_pass(w);
+            bar_arrive(bar_empty(stage(i)), THREADS);
+        }
+        turn_take(w);
+        turn_pass(w);
+    };
+    if (live == 0) {
+        pass_through(0);
+        return;
+    }
+    await_tile(0);
+    turn_take(w);
+    wgmma_fence();
+    issue_s8<D>(sacc, dq, dk);
+    turn_pass(w);
+    wgmma_wait<0>();
+    fence_regs(sacc);
+    softmax_to_p8<D>(sacc, kf_of(0), st, cq, edge(0), key0(0), q0, Sk, causal, lane, a, alpha);
+    auto rescale = [&]() {
+        if (__any_sync(0xffffffffu, alpha[0] != 1.0f || alpha[1] != 1.0f)) {
+#pragma unroll
+            for (int i = 0; i < D / 2; ++i) o[i] = __fmul_rn(o[i], alpha[acc_half(i)]);
+        }
+    };
+    auto round = [&](int i, u32(&p_in)[P_STEPS][4], u32(&p_out)[P_STEPS][4]) {
+        v_descs(i - 1);
+        await_tile(i);
+        turn_take(w);
+        wgmma_fence();
+        issue_s8<D>(sacc, dq, dk);
+        issue_pv8<D>(o, p_in, dv);
+        turn_pass(w);
+        wgmma_wait<1>();
+        fence_regs(sacc);
+        softmax_to_p8<D>(sacc, kf_of(i), st, cq, edge(i), key0(i), q0, Sk, causal, lane, p_out, alpha);
+        wgmma_wait<0>();
+        fence_regs(o);
+        fence_regs(p_in);
+        bar_arrive(bar_empty(stage(i - 1)), THREADS);
+        rescale();
+    };
+    auto finish = [&](u32(&p_in)[P_STEPS][4]) {
+        const int n = live;
+        const bool in_next_turn = n < tiles;
+        v_descs(n - 1);
+        if (in_next_turn) await_full(n);
+        turn_take(w);
+        wgmma_fence();
+        issue_pv8<D>(o, p_in, dv);
+        turn_pass(w);
+        wgmma_wait<0>();
+        fence_regs(o);
+        bar_arrive(bar_empty(stage(n - 1)), THREADS);
+        if (in_next_turn) bar_arrive(bar_empty(stage(n)), THREADS);
+        if (n < tiles) pass_through(in_next_turn ? n + 1 : n);
+    };
+    int i = 1;
+    for (; i + 1 < live; i += 2) {
+        round(i, a, a2);
+        round(i + 1, a2, a);
+    }
+    if (i < live) {
+        round(i, a, a2);
+        finish(a2);
+    } else {
+        finish(a);
+    }
+}
+
+}  // namespace f8
+
+// The kernel: a persistent CTA (blockIdx.x of gridDim.x) walks its stream-K segments.
+template <int D, int FMT>
+__device__ void attention_wgmma_fp8(const u8* __restrict__ q_data, const u8* __restrict__ q_scale,
+                                    const u8* __restrict__ k_data, const u8* __restrict__ k_scale,
+                                    const u8* __restrict__ v_data, const u8* __restrict__ v_scale,
+                                    float* __restrict__ out, int Sq, int Sk, int Skp, int causal, const float* ts,
+                                    float c0, u32 bh_count, u32* counters, float* partials, const int* factors,
+                                    u32 kv_group) {
+    using namespace f8;
+    using G = Geo8<D>;
+    static_assert(CONSUMERS == 2, "the FP8 body runs two consumer warpgroups");
+    extern __shared__ __align__(1024) unsigned char smem[];
+    unsigned dyn;
+    asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dyn));
+    if (dyn < (unsigned)G::SMEM || (shared_addr(smem) & 1023u) != 0) __trap();  // the host's size, the swizzle's alignment
+    unsigned char* q_tiles = smem;
+    unsigned char* stages = smem + 2 * G::Q_BYTES;
+    __shared__ Work works[2];
+    __shared__ FullBarriers full;
+    if (threadIdx.x == 0) {
+#pragma unroll
+        for (int s = 0; s < STAGES; ++s) mbar_init(&full.stage[s], 128);
+        mbar_init(&full.q[0], 128);
+        mbar_init(&full.q[1], 128);
+    }
+    __syncthreads();
+    const int tid = threadIdx.x, wgi = __shfl_sync(0xffffffffu, tid / 128, 0), t = tid % 128;
+    const Factors fac(factors, bh_count, Sq, Sk, kv_group);
+    if (wgi == 0) {
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(PRODUCER_REGS));
+        produce8<D, FMT>(Sq, Sk, causal, bh_count, q_tiles, works, stages, &full,
+                         Operands{q_data, q_scale, k_data, k_scale, v_data, v_scale, Skp, kv_group}, fac, t);
+        return;
+    }
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(CONSUMER_REGS));
+    const int w = wgi - 1;
+    const float c = __fmul_rn(__fmul_rn(ts[0], ts[1]), c0);
+    const float v_ts = ts[2];
+    const u32 q_addr = shared_addr(q_tiles) + w * G::Q_WG_BYTES;
+    if (w == CONSUMERS - 1) turn_pass(w);
+    for (int seg = 0, ring = 0;; ++seg) {
+        mbar_wait(&full.q[seg & 1], seg / 2);
+        const Work wk = works[seg & 1];
+        if (wk.tiles == 0) {
+            if (w == 0) turn_take(w);
+            return;
+        }
+        // The rows' factors c·2^fq (rows past Sq: 1, their results are not stored).
+        const int r0 = wk.rb * BR + 64 * w + 16 * (t / 32) + L::d_row_formula(t % 32, 0, 0);
+        float cq[2];
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int row = r0 + 8 * h;
+            cq[h] = __fmul_rn(c, row < Sq ? pow2(__ldg(fac.q + (u64)wk.bh * Sq + row)) : 1.0f);
+        }
+        float o[D / 2];
+        RowState st;
+        consume8<D>(q_addr + (seg & 1) * G::Q_BYTES, stages, &full, ring, wk, Sq, Sk, causal, cq, w, t, o, st);
+        bar_arrive(bar_q_empty(seg & 1), THREADS);
+        ring += wk.t1 - wk.t0;
+        // O's column d: 2^fv_d times V's tensor scale, both rounded once (fp8.rs: reference_fp8).
+        const int* fv = fac.v_of(wk.bh, D);
+        const auto weight = [&](int d) {
+            return make_float2(__fmul_rn(pow2(__ldg(fv + d)), v_ts), __fmul_rn(pow2(__ldg(fv + d + 1)), v_ts));
+        };
+        if (wk.whole())
+            store_rows<D>(o, st.l_run, weight, out, wk.bh, Sq, wk.rb * BR + 64 * w + 16 * (t / 32), t % 32);
+        else
+            finish_split<D>(wk, o, st, partials, counters, weight, out, Sq, w, t);
+    }
+}
+
+// ---- the factor pre-pass --------------------------------------------------------------------
+
+// log2 of a row's factor (fp8.rs: row_factor_log2) from the largest of its finite scale
+// bytes: MXFP4 (E8M0, 0xff NaN) e - 6; NVFP4 (E4M3, 0x7f NaN, subnormal taken as 2^-6)
+// e - 6, one more when the scale's mantissa field is 2 or more. -1: no finite scale (f = 0).
+template <int FMT>
+__device__ __forceinline__ int scale_key(u32 b) {
+    if (FMT == MX) return b == 0xffu ? -1 : (int)b;
+    b &= 0x7fu;
+    return b == 0x7fu ? -1 : (int)b;
+}
+template <int FMT>
+__device__ __forceinline__ int factor_of_key(int m) {
+    if (m < 0) return 0;
+    if (FMT == MX) return m - 127 - 6;
+    return max(m >> 3, 1) - 7 - 6 + ((m & 7) >= 2);
+}
+
+// Factors for Q's and K's rows (a thread per row, blockIdx.y = 0) and Vᵀ's (a warp per row,
+// blockIdx.y = 1; those rows are Skp/B bytes), into out = [Q rows][K rows][Vᵀ rows].
+template <int FMT>
+__device__ __forceinline__ void fp8_factors(const u8* q_scale, const u8* k_scale, const u8* v_scale, int* out,
+                                            u32 q_rows, u32 k_rows, u32 v_rows, u32 qk_row_bytes, u32 v_row_bytes) {
+    const u32 threads = gridDim.x * blockDim.x, tid = blockIdx.x * blockDim.x + threadIdx.x;
+    if (blockIdx.y == 0) {
+        for (u64 r = tid; r < (u64)q_rows + k_rows; r += threads) {
+            const u8* s = r < q_rows ? q_scale + r * qk_row_bytes : k_scale + (r - q_rows) * qk_row_bytes;
+            int m = -1;
+            for (u32 i = 0; i < qk_row_bytes; ++i) m = max(m, scale_key<FMT>(s[i]));
+            out[r] = factor_of_key<FMT>(m);
+        }
+    } else {
+        const u32 lane = threadIdx.x % 32, warps = threads / 32, warp = tid / 32;
+        for (u64 r = warp; r < v_rows; r += warps) {
+            const u8* s = v_scale + r * v_row_bytes;
+            int m = -1;
+            for (u32 i = lane; i < v_row_bytes; i += 32) m = max(m, scale_key<FMT>(s[i]));
+            m = __reduce_max_sync(0xffffffffu, m);
+            if (lane == 0) out[(u64)q_rows + k_rows + r] = factor_of_key<FMT>(m);
+        }
+    }
+}
+
+}  // namespace attn
+
+#define FP8_FACTORS_ENTRY(NAME, FMT)                                                                          \
+    extern "C" __global__ void __launch_bounds__(256)                                                         \
+        NAME(const unsigned char* q_scale, const unsigned char* k_scale, const unsigned char* v_scale, int* out, \
+             unsigned q_rows, unsigned k_rows, unsigned v_rows, unsigned qk_row_bytes, unsigned v_row_bytes) {     \
+        attn::fp8_factors<FMT>(q_scale, k_scale, v_scale, out, q_rows, k_rows, v_rows, qk_row_bytes, v_row_bytes); \
+    }
+FP8_FACTORS_ENTRY(fp8_factors_mxfp4, attn::MX)
+FP8_FACTORS_ENTRY(fp8_factors_nvfp4, attn::NV)
