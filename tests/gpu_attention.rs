@@ -1,15 +1,19 @@
 //! Hardware tests of grouped-query attention and of `attention --q --k --v --output`, ignored
 //! unless asked for: on a GPU machine (with libnvrtc),
 //! `cargo test --release --test gpu_attention -- --ignored --nocapture`.
-//! - every kernel path this device runs natively (its default and bf16) gives, for grouped
-//!   shapes (one K/V head for all, groups of 2 to 4, Sq != Sk, causal and not), the CPU
-//!   reference of the quantized arithmetic, and exactly what it gives for multi-head attention
-//!   with the K/V heads repeated (the same bytes reach each Q head's CTAs);
+//! - every kernel path this device runs natively (its default, bf16, and on sm_90 wgmma-fp8)
+//!   gives, for grouped shapes (one K/V head for all, groups of 2 to 4, Sq != Sk, causal and
+//!   not), its CPU reference (`reference_quantized`, or `reference_fp8` for the FP8 body, held
+//!   to 1e-3 as the suite holds it), and exactly what it gives for multi-head attention with
+//!   the K/V heads repeated (the same bytes reach each Q head's CTAs);
 //! - the command on files (in process, `--backend cuda`): dense BF16 inputs and FP4 files of
-//!   the same values give the same O, close to the CPU reference.
+//!   the same values give the same O, close to the CPU reference; on sm_90 `--path wgmma-fp8`
+//!   too.
 
 use fp4probe::attention::kernel::{AttentionKernel, KernelPath};
-use fp4probe::attention::{AttnShape, Comparison, prequantize, reference_quantized};
+use fp4probe::attention::{
+    AttnShape, Comparison, QuantizedQkv, prequantize, reference_fp8, reference_quantized,
+};
 use fp4probe::cli::attention::{Inputs, make_inputs};
 use fp4probe::cli::{Cli, run};
 use fp4probe::quant::Format;
@@ -23,15 +27,33 @@ use gpu_support::gpu;
 mod attention_files;
 use attention_files::{attention_args, bf16_round, gqa, quantize_files, repeat_heads, write_qkv};
 
+/// The paths a device of compute capability `major` runs natively: its default, on sm_90 the
+/// FP8 body, and bf16.
+fn native_paths(major: u32) -> Vec<KernelPath> {
+    let mut paths = vec![KernelPath::for_device(major, 128)];
+    if major == 9 {
+        paths.push(KernelPath::WgmmaFp8);
+    }
+    if !paths.contains(&KernelPath::Bf16) {
+        paths.push(KernelPath::Bf16);
+    }
+    paths
+}
+
+/// The CPU reference of the arithmetic `path` computes.
+fn reference_of(path: KernelPath, qkv: &QuantizedQkv) -> Vec<f32> {
+    if path.is_fp8() {
+        reference_fp8(qkv)
+    } else {
+        reference_quantized(qkv)
+    }
+}
+
 #[test]
 #[ignore = "needs an NVIDIA GPU: run with `cargo test --release -- --ignored` on a GPU machine"]
 fn grouped_query_attention_on_every_native_path() {
     let backend = gpu("grouped_query_attention_on_every_native_path");
-    let major = backend.compute_capability().0;
-    let mut paths = vec![KernelPath::for_device(major, 128)];
-    if paths[0] != KernelPath::Bf16 {
-        paths.push(KernelPath::Bf16);
-    }
+    let paths = native_paths(backend.compute_capability().0);
     let shapes = [
         gqa(2, 8, 2, 77, 133, 128, false),
         gqa(2, 8, 2, 77, 133, 128, true),
@@ -59,9 +81,9 @@ fn grouped_query_attention_on_every_native_path() {
                     let out = kernel
                         .run(&grouped)
                         .unwrap_or_else(|e| panic!("{what}: {e:#}"));
-                    let c = Comparison::new(&out, &reference_quantized(&grouped));
+                    let c = Comparison::new(&out, &reference_of(path, &grouped));
                     let (min_cos, max_rel) = match inputs {
-                        Inputs::Exact => (0.99999, 1e-5),
+                        Inputs::Exact if !path.is_fp8() => (0.99999, 1e-5),
                         _ => (0.9999, 1e-3),
                     };
                     eprintln!("{what}: vs the CPU reference {c}");
@@ -96,7 +118,7 @@ fn fp4probe(args: &[String]) {
 #[test]
 #[ignore = "needs an NVIDIA GPU: run with `cargo test --release -- --ignored` on a GPU machine"]
 fn attention_on_files_runs_the_kernel() {
-    let _backend = gpu("attention_on_files_runs_the_kernel");
+    let backend = gpu("attention_on_files_runs_the_kernel");
     let dir = tempfile::tempdir().unwrap();
     let shape = gqa(1, 32, 8, 300, 451, 128, true);
     let (q, k, v) = make_inputs(&shape, Inputs::Gaussian, 4);
@@ -124,5 +146,20 @@ fn attention_on_files_runs_the_kernel() {
             o4.iter().zip(&o).all(|(a, b)| a.to_bits() == b.to_bits()),
             "{format:?}: FP4 files and dense inputs give different O"
         );
+
+        // The FP8 body on the same files, against its own reference.
+        if backend.compute_capability().0 == 9 {
+            let out8 = dir.path().join(format!("o8.{}.npy", format.name()));
+            let extra = ["--causal", "--path", "wgmma-fp8"];
+            fp4probe(&attention_args("cuda", &fp4, &out8, &extra));
+            let o8 = tensorio::read_npy(&out8).unwrap().to_f32_vec().unwrap();
+            let want8 = reference_fp8(&prequantize(&shape, &q, &k, &v, false, format).unwrap());
+            let c = Comparison::new(&o8, &want8);
+            eprintln!(
+                "files, wgmma-fp8 {} {shape}: vs reference_fp8 {c}",
+                format.name()
+            );
+            assert!(c.cosine >= 0.9999 && c.relative_error <= 1e-3, "{c}");
+        }
     }
 }

@@ -6,7 +6,8 @@
 #      CPU reference and against multi-head attention with K/V repeated; the command on files;
 #   2. the command on files against PyTorch SDPA in f32 (attention_files_sdpa.py, from this
 #      script's folder): cosine per case;
-#   3. the validation suite on the default path (its grouped-query cases among the rest);
+#   3. the validation suites of the default path and of wgmma-fp8 (their grouped-query cases
+#      among the rest);
 #   4. compute-sanitizer memcheck, racecheck and synccheck on a grouped-query validation run of
 #      each native path.
 # Steps 3 and 4 are skipped once $BUDGET seconds (default 250) have gone, so one device call of
@@ -32,13 +33,16 @@ grep -E "vs the CPU|grouped cases|test result|panicked|^test " "$OUT/gpu-tests.l
 echo "== 2. attention on files against SDPA f32"
 timeout 80 python3 "$G/attention_files_sdpa.py" --fp4probe "$B/fp4probe" --workdir /tmp/attn-files
 echo "sdpa rc=$? ($(( $(now) - t0 )) s)"
-echo "== 3. validation suite, default path"
-[ "$(left)" -gt 20 ] || { echo "skipped: out of time"; exit 0; }
-timeout "$(left)" "$B/fp4probe" attention --suite >"$OUT/attention-suite.md" 2>&1
-echo "suite rc=$? ($(( $(now) - t0 )) s): $(grep -c '| pass |' "$OUT/attention-suite.md") pass, $(grep -c 'FAIL' "$OUT/attention-suite.md") fail"
-grep -E "Hkv|FAIL|rror|cases passed" "$OUT/attention-suite.md"
+for p in default wgmma-fp8; do
+  echo "== 3. validation suite, $p path"
+  [ "$(left)" -gt 20 ] || { echo "skipped: out of time"; continue; }
+  path=(); [ $p = default ] || path=(--path $p)
+  timeout "$(left)" "$B/fp4probe" attention --suite "${path[@]}" >"$OUT/attention-suite-$p.md" 2>&1
+  echo "suite $p rc=$? ($(( $(now) - t0 )) s): $(grep -c '| pass |' "$OUT/attention-suite-$p.md") pass, $(grep -c 'FAIL' "$OUT/attention-suite-$p.md") fail"
+  grep -E "Hkv|FAIL|rror|cases passed" "$OUT/attention-suite-$p.md"
+done
 echo "== 4. compute-sanitizer, grouped-query validation runs"
-for p in wgmma bf16; do
+for p in wgmma wgmma-fp8 bf16; do
   for tool in memcheck racecheck synccheck; do
     [ "$(left)" -gt 10 ] || { echo "$p $tool skipped: out of time"; continue; }
     timeout "$(left)" compute-sanitizer --tool $tool --error-exitcode 9 "$B/fp4probe" attention --path $p \
