@@ -115,7 +115,7 @@ fn attention_bounds_memory() {
         &[
             "the validation run of B=1 H=32 Sq=10000000 Sk=10000000 D=128 would allocate about \
              4.3 TiB (host and device), more than the 64.0 GiB one run may use; reduce --seq-q, \
-             --seq-k, --heads or --batch",
+             --seq-k, --heads, --kv-heads or --batch",
         ],
     );
     // Large enough to overflow usize arithmetic if the product were not bounded first.
@@ -129,7 +129,7 @@ fn attention_bounds_memory() {
         ],
         &[
             "would allocate about",
-            "reduce --seq-q, --seq-k, --heads or --batch",
+            "reduce --seq-q, --seq-k, --heads, --kv-heads or --batch",
         ],
     );
     refused(

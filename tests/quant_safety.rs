@@ -6,7 +6,7 @@
 #![cfg(unix)]
 
 mod common;
-use common::{fp4probe, text, tmpdir};
+use common::{fp4probe, ok, refused_output as refused, text, tmpdir};
 
 use fp4probe::tensorio::{self, DType, Tensor};
 use std::collections::BTreeMap;
@@ -37,21 +37,6 @@ fn quantize(args: &[&str]) -> Output {
     let mut all = vec!["quantize", "--backend", "cpu"];
     all.extend_from_slice(args);
     fp4probe(&all)
-}
-
-fn ok(o: &Output) {
-    assert!(o.status.success(), "{}", text(o));
-}
-
-/// Exit status 2 and `error: ...` naming the problem.
-fn refused(o: &Output, want: &str) {
-    let t = text(o);
-    assert_eq!(o.status.code(), Some(2), "{t}");
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(
-        err.contains("error: ") && err.contains(want),
-        "want {want:?} in:\n{t}"
-    );
 }
 
 /// A result of `fp4probe quantize` at `out` (one a later run may replace).

@@ -20,10 +20,10 @@
 // fragment row is shared by lanes lane^1, lane^2, and that two D tiles side by side are one A
 // fragment) is checked against those closed forms by static_assert below.
 //
-// Inputs (row-major, bh = batch·heads + head):
+// Inputs (row-major, bh = batch·heads + head, kv = bh / kv_group its K/V head):
 //   q_data [bh][Sq][D/2], q_scale [bh][Sq][D/BLK]   FP4 along D (even index: low nibble)
-//   k_data [bh][Sk][D/2], k_scale [bh][Sk][D/BLK]   BLK = 32 (MXFP4) or 16 (NVFP4)
-//   v_data [bh][D][Skp/2], v_scale [bh][D][Skp/BLK] FP4 of Vᵀ along the keys, Skp = Sk
+//   k_data [kv][Sk][D/2], k_scale [kv][Sk][D/BLK]   BLK = 32 (MXFP4) or 16 (NVFP4)
+//   v_data [kv][D][Skp/2], v_scale [kv][D][Skp/BLK] FP4 of Vᵀ along the keys, Skp = Sk
 //                                                    rounded up to 32 (zero padding)
 //   out    [bh][Sq][D] f32
 //   ts     the tensor scales of Q, K, V (three f32 in device memory; 1 for MXFP4), so a
@@ -266,14 +266,15 @@ template <int D, int FMT>
 __device__ void attention(const u8* __restrict__ q_data, const u8* __restrict__ q_scale, const u8* __restrict__ k_data,
                           const u8* __restrict__ k_scale, const u8* __restrict__ v_data, const u8* __restrict__ v_scale,
                           float* __restrict__ out, int Sq, int Sk, int Skp, int causal, const float* ts, float c0,
-                          u32 /*bh_count*/, u32* /*counters*/, float* /*partials*/) {  // a grid of (row blocks, heads)
+                          u32 /*bh_count*/, u32* /*counters*/, float* /*partials*/,
+                          u32 kv_group) {  // a grid of (row blocks, heads)
     const float c = __fmul_rn(__fmul_rn(ts[0], ts[1]), c0), v_ts = ts[2];
     constexpr int B = Blk<FMT>::n, BC = Tile<D>::BC, NT = Tile<D>::NT;
     __shared__ Smem<D, FMT> sm;
     const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
     const u64 bh = blockIdx.y;
     const int q0 = blockIdx.x * BR + warp * 16;
-    const HeadOffsets at = head_offsets<D, FMT>(bh, Sq, Sk, Skp);
+    const HeadOffsets at = head_offsets<D, FMT>(bh, Sq, Sk, Skp, kv_group);
     q_data += at.q_data, q_scale += at.q_scale, k_data += at.k_data, k_scale += at.k_scale;
     v_data += at.v_data, v_scale += at.v_scale;
 

@@ -397,7 +397,8 @@ template <int D, int FMT>
 __device__ void attention(const u8* __restrict__ q_data, const u8* __restrict__ q_scale, const u8* __restrict__ k_data,
                           const u8* __restrict__ k_scale, const u8* __restrict__ v_data, const u8* __restrict__ v_scale,
                           float* __restrict__ out, int Sq, int Sk, int Skp, int causal, const float* ts, float c0,
-                          u32 /*bh_count*/, u32* /*counters*/, float* /*partials*/) {  // a grid of (row blocks, heads)
+                          u32 /*bh_count*/, u32* /*counters*/, float* /*partials*/,
+                          u32 kv_group) {  // a grid of (row blocks, heads)
     using M = Bs<FMT>;
     using DL = DLayoutOf<FMT>;
     constexpr int B = Blk<FMT>::n, NT = Step<FMT>::NT, KC = D / M::kK, KB = M::kKB;
@@ -406,7 +407,7 @@ __device__ void attention(const u8* __restrict__ q_data, const u8* __restrict__ 
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     const u64 bh = blockIdx.y;
     const int q0 = blockIdx.x * BR + warp * 16;
-    const HeadOffsets at = head_offsets<D, FMT>(bh, Sq, Sk, Skp);
+    const HeadOffsets at = head_offsets<D, FMT>(bh, Sq, Sk, Skp, kv_group);
     q_data += at.q_data, q_scale += at.q_scale, k_data += at.k_data, k_scale += at.k_scale;
     v_data += at.v_data, v_scale += at.v_scale;
     const LaneMap<FMT> lm(lane);

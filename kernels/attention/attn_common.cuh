@@ -244,14 +244,19 @@ __device__ __forceinline__ void rescale_o(float (&o)[TILES][DL::regs], const flo
 // ---- what both kernels do at the ends -------------------------------------------------------
 
 // Where head bh's operands start, in bytes from the tensors' starts (QuantizedQkv's layout:
-// Q, K [bh][S][D/2] codes and [bh][S][D/B] scales, Vᵀ [bh][D][Skp/2] and [bh][D][Skp/B]).
+// Q [bh][Sq][D/2] codes and [bh][Sq][D/B] scales, K [kv][Sk][D/2] and [kv][Sk][D/B], Vᵀ
+// [kv][D][Skp/2] and [kv][D][Skp/B]). kv = bh / kv_group is the K/V head of Q head bh:
+// grouped-query attention shares one K/V head among kv_group consecutive Q heads, and with
+// H = kv_group·Hkv, (b·H + h) / kv_group = b·Hkv + h / kv_group (src/attention/shape.rs,
+// kv_head_of). kv_group = 1 (the default) is multi-head attention.
 struct HeadOffsets {
     u64 q_data, q_scale, k_data, k_scale, v_data, v_scale;
 };
 template <int D, int FMT>
-__device__ __forceinline__ HeadOffsets head_offsets(u64 bh, int Sq, int Sk, int Skp) {
+__device__ __forceinline__ HeadOffsets head_offsets(u64 bh, int Sq, int Sk, int Skp, u32 kv_group = 1) {
     constexpr int B = Blk<FMT>::n;
-    return {bh * Sq * (D / 2), bh * Sq * (D / B), bh * Sk * (D / 2), bh * Sk * (D / B), bh * D * (Skp / 2), bh * D * (Skp / B)};
+    const u64 kv = bh / kv_group;
+    return {bh * Sq * (D / 2), bh * Sq * (D / B), kv * Sk * (D / 2), kv * Sk * (D / B), kv * D * (Skp / 2), kv * D * (Skp / B)};
 }
 
 // The keys row block rb (BR query rows) visits: all of them, or with the causal mask those up
@@ -305,15 +310,16 @@ __device__ __forceinline__ void store_o(const float (&o)[D / DL::n][DL::regs], c
 // src/attention/kernel.rs, enqueue_raw). bh_count, counters and partials are for the
 // persistent wgmma bodies (attn_stream_k.cuh); the others take a grid of (row blocks, heads).
 // factors is the FP8 body's row factors (attn_wgmma_fp8.cuh; ATTN_FACTORS_ARG passes it on),
-// null for the others.
+// null for the others. kv_group is Q heads per K/V head (head_offsets), 1 without
+// grouped-query attention.
 #define ATTN_ENTRY(NAME, D, FMT)                                                                   \
     extern "C" __global__ void ATTN_LAUNCH_BOUNDS                                                  \
         NAME(const unsigned char* q_data, const unsigned char* q_scale, const unsigned char* k_data,   \
              const unsigned char* k_scale, const unsigned char* v_data, const unsigned char* v_scale,  \
              float* out, unsigned Sq, unsigned Sk, unsigned Skp, unsigned causal, const float* ts,     \
              unsigned c0_bits, unsigned bh_count, unsigned* counters, float* partials,                \
-             const int* factors) {                                                                  \
+             const int* factors, unsigned kv_group) {                                              \
         ATTN_BODY<D, FMT>(q_data, q_scale, k_data, k_scale, v_data, v_scale, out, (int)Sq, (int)Sk, \
                           (int)Skp, (int)causal, ts, __uint_as_float(c0_bits), bh_count, counters,  \
-                          partials ATTN_FACTORS_ARG);                                               \
+                          partials ATTN_FACTORS_ARG, kv_group);                                     \
     }

@@ -285,7 +285,7 @@ __device__ __forceinline__ void produce(int Sq, int Sk, int causal, u32 bh_count
         TR(const long long tc_ = tr_clk();)
         const Work sg = works[seg & 1];
         if (sg.tiles == 0) break;
-        const HeadOffsets at = head_offsets<D, FMT>(sg.bh, Sq, Sk, Skp);
+        const HeadOffsets at = head_offsets<D, FMT>(sg.bh, Sq, Sk, Skp, op.kv_group);
         const u8 *k_data = op.k_data + at.k_data, *k_scale = op.k_scale + at.k_scale;
         const u8 *v_data = op.v_data + at.v_data, *v_scale = op.v_scale + at.v_scale;
         TileChunks<D> tc;
@@ -679,7 +679,7 @@ __device__ void attention_wgmma(const u8* __restrict__ q_data, const u8* __restr
                                 const u8* __restrict__ k_data, const u8* __restrict__ k_scale,
                                 const u8* __restrict__ v_data, const u8* __restrict__ v_scale, float* __restrict__ out,
                                 int Sq, int Sk, int Skp, int causal, const float* ts, float c0, u32 bh_count,
-                                u32* counters, float* partials) {
+                                u32* counters, float* partials, u32 kv_group) {
     using namespace wg;
     constexpr float OPERAND = WordScale<FMT>::OPERAND_LOG2 == 0 ? 1.0f : 128.0f;  // 2^-OPERAND_LOG2
     extern __shared__ __align__(128) unsigned char smem[];
@@ -708,7 +708,7 @@ __device__ void attention_wgmma(const u8* __restrict__ q_data, const u8* __restr
     if (wgi == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(PRODUCER_REGS));
         produce<D, FMT>(Sq, Sk, causal, bh_count, q_tiles, works, stages, &full,
-                        Operands{q_data, q_scale, k_data, k_scale, v_data, v_scale, Skp}, t);
+                        Operands{q_data, q_scale, k_data, k_scale, v_data, v_scale, Skp, kv_group}, t);
         return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(CONSUMER_REGS));

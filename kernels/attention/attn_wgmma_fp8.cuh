@@ -264,19 +264,29 @@ __device__ __forceinline__ void widen_chunk(const Chunk& c, int f, unsigned char
 __device__ __forceinline__ float pow2(int f) { return __int_as_float((127 + max(min(f, 127), -126)) << 23); }
 
 // The launch's workspace (the host's copy: src/attention/kernel.rs, Fp8Workspace): the row
-// factors of Q, K and Vᵀ (fp8_factors_*: [bh][Sq], [bh][Sk], [bh][D] ints), then, for
-// ATTN_FP8_WIDEN_ONCE, K and Vᵀ in E4M3 (fp8_widen_*: [bh][Sk][D] and [bh][D][Skp] bytes, each
-// word's 8 codes in widen_word's order), each part from a 256-byte boundary.
+// factors of Q, K and Vᵀ (fp8_factors_*: [bh][Sq], [kv_bh][Sk], [kv_bh][D] ints; K and Vᵀ have
+// kv_bh = bh_count / kv_group heads), then, for ATTN_FP8_WIDEN_ONCE, K and Vᵀ in E4M3
+// (fp8_widen_*: [kv_bh][Sk][D] and [kv_bh][D][Skp] bytes, each word's 8 codes in widen_word's
+// order), each part from a 256-byte boundary.
 FP4PROBE_HD constexpr u64 round256(u64 n) { return (n + 255) / 256 * 256; }
 struct Factors {
     const int *q, *k, *v;
     u8 *k8, *v8;
-    __device__ __forceinline__ Factors(const int* base, u32 bh_count, int Sq, int Sk, int D, int Skp)
-        : q(base), k(base + (u64)bh_count * Sq), v(base + (u64)bh_count * (Sq + Sk)) {
-        u8* bytes = (u8*)base + round256(4 * (u64)bh_count * (Sq + Sk + D));
-        k8 = bytes;
-        v8 = bytes + round256((u64)bh_count * Sk * D);
+    u32 kv_group;
+    __device__ __forceinline__ Factors(const int* base, u32 bh_count, int Sq, int Sk, int D, int Skp, u32 kv_group_)
+        : kv_group(kv_group_) {
+        const u64 kv_bh = bh_count / kv_group_;
+        q = base;
+        k = q + (u64)bh_count * Sq;
+        v = k + kv_bh * Sk;
+        k8 = (u8*)base + round256(4 * ((u64)bh_count * Sq + kv_bh * (Sk + D)));
+        v8 = k8 + round256(kv_bh * Sk * D);
     }
+    // The K rows and Vᵀ rows of Q head bh's K/V head (head_offsets), and its E4M3 K and Vᵀ.
+    __device__ __forceinline__ const int* k_of(u32 bh, int Sk) const { return k + (u64)(bh / kv_group) * Sk; }
+    __device__ __forceinline__ const int* v_of(u32 bh, int D) const { return v + (u64)(bh / kv_group) * D; }
+    __device__ __forceinline__ const u8* k8_of(u32 bh, int Sk, int D) const { return k8 + (u64)(bh / kv_group) * Sk * D; }
+    __device__ __forceinline__ const u8* v8_of(u32 bh, int D, int Skp) const { return v8 + (u64)(bh / kv_group) * D * Skp; }
 };
 
 // ---- the producer ---------------------------------------------------------------------------
@@ -394,11 +404,11 @@ __device__ __forceinline__ void produce8(int Sq, int Sk, int causal, u32 bh_coun
         bar_sync(bar_producer(), 128);
         const Work sg = works[seg & 1];
         if (sg.tiles == 0) break;
-        const HeadOffsets at = head_offsets<D, FMT>(sg.bh, Sq, Sk, Skp);
+        const HeadOffsets at = head_offsets<D, FMT>(sg.bh, Sq, Sk, Skp, op.kv_group);
         const u8 *k_data = op.k_data + at.k_data, *k_scale = op.k_scale + at.k_scale;
         const u8 *v_data = op.v_data + at.v_data, *v_scale = op.v_scale + at.v_scale;
-        const int* fk = fac.k + (u64)sg.bh * Sk;
-        const int* fv = fac.v + (u64)sg.bh * D;
+        const int* fk = fac.k_of(sg.bh, Sk);
+        const int* fv = fac.v_of(sg.bh, D);
         TileChunks8<D> tc;
         if (!ATTN_FP8_WIDEN_ONCE) fetch8<D, FMT>(tc, k_data, k_scale, v_data, v_scale, fk, fv, sg.t0 * BC, Sk, Skp, t);
         // Q rows rb·BR.. (past Sq zero), consumer w's 64 rows into its own tile: chunk c of a
@@ -423,8 +433,8 @@ __device__ __forceinline__ void produce8(int Sq, int Sk, int causal, u32 bh_coun
             // before the producer waits for another empty stage (with three stages the
             // consumers never need a tile the producer has not told), and the segment's last
             // tile before its end.
-            const u8* k8 = fac.k8 + (u64)sg.bh * Sk * D;
-            const u8* v8 = fac.v8 + (u64)sg.bh * D * Skp;
+            const u8* k8 = fac.k8_of(sg.bh, Sk, D);
+            const u8* v8 = fac.v8_of(sg.bh, D, Skp);
             for (int j = sg.t0; j < sg.t1; ++j) {
                 const int s = ring % STAGES;
                 if (ring >= STAGES) bar_sync(bar_empty(s), THREADS);
@@ -681,7 +691,8 @@ __device__ void attention_wgmma_fp8(const u8* __restrict__ q_data, const u8* __r
                                     const u8* __restrict__ k_data, const u8* __restrict__ k_scale,
                                     const u8* __restrict__ v_data, const u8* __restrict__ v_scale,
                                     float* __restrict__ out, int Sq, int Sk, int Skp, int causal, const float* ts,
-                                    float c0, u32 bh_count, u32* counters, float* partials, const int* factors) {
+                                    float c0, u32 bh_count, u32* counters, float* partials, const int* factors,
+                                    u32 kv_group) {
     using namespace f8;
     using G = Geo8<D>;
     static_assert(CONSUMERS == 2, "the FP8 body runs two consumer warpgroups");
@@ -702,11 +713,11 @@ __device__ void attention_wgmma_fp8(const u8* __restrict__ q_data, const u8* __r
     }
     __syncthreads();
     const int tid = threadIdx.x, wgi = __shfl_sync(0xffffffffu, tid / 128, 0), t = tid % 128;
-    const Factors fac(factors, bh_count, Sq, Sk, D, Skp);
+    const Factors fac(factors, bh_count, Sq, Sk, D, Skp, kv_group);
     if (wgi == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(PRODUCER_REGS));
         produce8<D, FMT>(Sq, Sk, causal, bh_count, q_tiles, works, stages, &full,
-                         Operands{q_data, q_scale, k_data, k_scale, v_data, v_scale, Skp}, fac, t);
+                         Operands{q_data, q_scale, k_data, k_scale, v_data, v_scale, Skp, kv_group}, fac, t);
         return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(CONSUMER_REGS));
@@ -736,7 +747,7 @@ __device__ void attention_wgmma_fp8(const u8* __restrict__ q_data, const u8* __r
         bar_arrive(bar_q_empty(seg & 1), THREADS);
         ring += wk.t1 - wk.t0;
         // O's column d: 2^fv_d times V's tensor scale, both rounded once (fp8.rs: reference_fp8).
-        const int* fv = fac.v + (u64)wk.bh * D;
+        const int* fv = fac.v_of(wk.bh, D);
         const auto weight = [&](int d) {
             return make_float2(__fmul_rn(pow2(__ldg(fv + d)), v_ts), __fmul_rn(pow2(__ldg(fv + d + 1)), v_ts));
         };
@@ -793,15 +804,16 @@ __device__ __forceinline__ void fp8_factors(const u8* q_scale, const u8* k_scale
 }  // namespace attn
 
 namespace attn {
-// ATTN_FP8_WIDEN_ONCE: K's rows (bh_count·Sk of D elements) and Vᵀ's (bh_count·D of Skp) to
+// ATTN_FP8_WIDEN_ONCE: K's rows (kv_bh·Sk of D elements) and Vᵀ's (kv_bh·D of Skp) to
 // E4M3 in the workspace, a thread per 32-element chunk (grid-stride), each row with its factor
 // (fp8_factors_* ran first): the bytes the producer would otherwise widen per CTA.
 template <int FMT>
 __device__ __forceinline__ void fp8_widen(const u8* k_data, const u8* k_scale, const u8* v_data, const u8* v_scale,
-                                          int* factors, u32 bh_count, u32 Sq, u32 Sk, u32 D, u32 Skp) {
+                                          int* factors, u32 bh_count, u32 Sq, u32 Sk, u32 D, u32 Skp, u32 kv_group) {
     constexpr u32 B = Blk<FMT>::n;
-    const f8::Factors fac(factors, bh_count, (int)Sq, (int)Sk, (int)D, (int)Skp);
-    const u64 k_chunks = (u64)bh_count * Sk * (D / 32), v_chunks = (u64)bh_count * D * (Skp / 32);
+    const f8::Factors fac(factors, bh_count, (int)Sq, (int)Sk, (int)D, (int)Skp, kv_group);
+    const u64 kv_bh = bh_count / kv_group;
+    const u64 k_chunks = kv_bh * Sk * (D / 32), v_chunks = kv_bh * D * (Skp / 32);
     const u64 threads = (u64)gridDim.x * blockDim.x;
     for (u64 c = (u64)blockIdx.x * blockDim.x + threadIdx.x; c < k_chunks + v_chunks; c += threads) {
         const bool is_k = c < k_chunks;
@@ -826,8 +838,8 @@ __device__ __forceinline__ void fp8_widen(const u8* k_data, const u8* k_scale, c
     extern "C" __global__ void __launch_bounds__(256)                                                           \
         NAME(const unsigned char* k_data, const unsigned char* k_scale, const unsigned char* v_data,             \
              const unsigned char* v_scale, int* factors, unsigned bh_count, unsigned Sq, unsigned Sk, unsigned D, \
-             unsigned Skp) {                                                                                     \
-        attn::fp8_widen<FMT>(k_data, k_scale, v_data, v_scale, factors, bh_count, Sq, Sk, D, Skp);              \
+             unsigned Skp, unsigned kv_group) {                                                                  \
+        attn::fp8_widen<FMT>(k_data, k_scale, v_data, v_scale, factors, bh_count, Sq, Sk, D, Skp, kv_group);    \
     }
 FP8_WIDEN_ENTRY(fp8_widen_mxfp4, attn::MX)
 FP8_WIDEN_ENTRY(fp8_widen_nvfp4, attn::NV)

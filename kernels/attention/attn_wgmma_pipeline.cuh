@@ -175,10 +175,12 @@ __device__ __forceinline__ void cp_async(u32 dst, const u8* src, int valid) {
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
 
-// The launch's operands (every head; head_offsets finds one) and V's padded key length.
+// The launch's operands (every head; head_offsets finds one), V's padded key length and the
+// Q heads per K/V head.
 struct Operands {
     const u8 *q_data, *q_scale, *k_data, *k_scale, *v_data, *v_scale;
     int Skp;
+    u32 kv_group;
 };
 
 // The consumers' next Work, by one producer thread: the schedule and its cursor stay in shared

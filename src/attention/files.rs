@@ -1,8 +1,9 @@
 //! Q, K and V for the kernel from files `fp4probe quantize` wrote: the on-disk form of the
 //! kernel's FP4 operands (docs/file-formats.md, "Attention inputs").
 //!
-//! Q [B,H,Sq,D] and K [B,H,Sk,D] are quantized as they are, blocks along D. V is quantized
-//! transposed, V^T [B,H,D,Skp] with the keys zero-padded to Skp = Sk rounded up to 32, because
+//! Q [B,H,Sq,D] and K [B,Hkv,Sk,D] (Hkv a divisor of H: grouped-query attention when smaller)
+//! are quantized as they are, blocks along D. V is quantized
+//! transposed, V^T [B,Hkv,D,Skp] with the keys zero-padded to Skp = Sk rounded up to 32, because
 //! the kernel's P·V reduces over the keys and its V blocks must run along them: exactly what
 //! [`prequantize`](super::prequantize) builds from f32 inputs, so the bytes of a file and of
 //! `prequantize` agree whenever the quantizer's settings do (MXFP4 floor, two-level NVFP4).
@@ -43,20 +44,18 @@ pub fn qkv_from_quantized(
             format.name()
         );
     }
-    let [b, h, sq, d] = axes("Q", "[B, H, Sq, D]", &q.shape)?;
-    let [kb, kh, sk, kd] = axes("K", "[B, H, Sk, D]", &k.shape)?;
-    ensure!(
-        [kb, kh, kd] == [b, h, d],
-        "K is {:?}, Q is {:?}: K must be [B, H, Sk, D] with Q's B, H and D",
-        k.shape,
-        q.shape
+    let shape = shape_of(&q.shape, &k.shape, causal)?;
+    let (b, h, d, sk, skp) = (
+        shape.batch,
+        shape.kv_heads,
+        shape.head_dim,
+        shape.seq_k,
+        shape.seq_k_padded(),
     );
-    let shape = AttnShape::new(b, h, sq, sk, d, causal).context("Q and K")?;
-    let skp = shape.seq_k_padded();
     ensure!(
         vt.shape == [b, h, d, skp],
-        "V is {:?}: V must be stored transposed, [B, H, D, Skp] = [{b}, {h}, {d}, {skp}] (Skp = \
-         Sk = {sk} rounded up to 32, the padding keys zero), as `fp4probe quantize` writes V^T",
+        "V is {:?}: V must be stored transposed, [B, Hkv, D, Skp] = [{b}, {h}, {d}, {skp}] (Skp \
+         = Sk = {sk} rounded up to 32, the padding keys zero), as `fp4probe quantize` writes V^T",
         vt.shape
     );
     check_padding_zero(vt, sk, skp)?;
@@ -77,6 +76,20 @@ pub fn qkv_from_quantized(
         v_data: vt.data.clone(),
         v_scale: vt.linear_scales().into_owned(),
     })
+}
+
+/// The attention shape of Q [B, H, Sq, D] and K [B, Hkv, Sk, D]: four axes each, one batch and
+/// head_dim, Hkv dividing H (grouped-query attention when smaller), a supported head_dim.
+pub fn shape_of(q: &[usize], k: &[usize], causal: bool) -> Result<AttnShape> {
+    let [b, h, sq, d] = axes("Q", "[B, H, Sq, D]", q)?;
+    let [kb, kh, sk, kd] = axes("K", "[B, Hkv, Sk, D]", k)?;
+    ensure!(
+        [kb, kd] == [b, d],
+        "K is {k:?}, Q is {q:?}: K must be [B, Hkv, Sk, D] with Q's B and D"
+    );
+    AttnShape::new(b, h, sq, sk, d, causal)
+        .and_then(|s| s.with_kv_heads(kh))
+        .with_context(|| format!("Q {q:?} and K {k:?}"))
 }
 
 /// The four axes of a tensor that must have four.
@@ -183,13 +196,19 @@ mod tests {
         let k3 = quantized(&mx, &[2, 40, 64], &k);
         assert_eq!(
             err(&qq, &k3, &vv),
-            "K is [2, 40, 64]: attention reads [B, H, Sk, D], 3 axes given"
+            "K is [2, 40, 64]: attention reads [B, Hkv, Sk, D], 3 axes given"
         );
-        let k_heads = quantized(&mx, &[1, 1, 80, 64], &k);
-        assert!(err(&qq, &k_heads, &vv).starts_with("K is [1, 1, 80, 64], Q is [1, 2, 8, 64]"));
+        let k_heads = quantized(&mx, &[1, 4, 20, 64], &k);
+        assert_eq!(
+            err(&qq, &k_heads, &vv),
+            "Q [1, 2, 8, 64] and K [1, 4, 20, 64]: 2 query heads do not split into groups over 4 \
+             key/value heads: grouped-query attention needs the K/V heads to divide the Q heads"
+        );
+        let k_batch = quantized(&mx, &[2, 1, 40, 64], &k);
+        assert!(err(&qq, &k_batch, &vv).starts_with("K is [2, 1, 40, 64], Q is [1, 2, 8, 64]"));
         let v_plain = quantized(&mx, &[1, 2, 40, 64], &v);
         assert!(err(&qq, &kk, &v_plain).starts_with(
-            "V is [1, 2, 40, 64]: V must be stored transposed, [B, H, D, Skp] = [1, 2, 64, 64]"
+            "V is [1, 2, 40, 64]: V must be stored transposed, [B, Hkv, D, Skp] = [1, 2, 64, 64]"
         ));
         let mut dirty = vt.clone();
         dirty[64 * 3 + 50] = 1.0; // head 0, channel 3, padding key 50
@@ -209,5 +228,31 @@ mod tests {
         );
         let q_d = quantized(&mx, &[1, 2, 4, 128], &q);
         assert!(err(&q_d, &kk, &vv).starts_with("K is [1, 2, 40, 64], Q is [1, 2, 4, 128]"));
+        let q_96 = quantized(&mx, &[1, 2, 6, 96], &vec![0.5; 2 * 6 * 96]);
+        let k_96 = quantized(&mx, &[1, 2, 6, 96], &vec![0.5; 2 * 6 * 96]);
+        assert!(
+            err(&q_96, &k_96, &vv)
+                .ends_with("head_dim 96 is not supported: the kernel supports 64, 128 and 256")
+        );
+    }
+
+    /// Grouped-query operands: K and V^T with fewer heads than Q, as `prequantize` builds them.
+    #[test]
+    fn grouped_query_files_give_prequantize_bytes() {
+        let s = AttnShape::new(1, 4, 9, 33, 64, false)
+            .and_then(|s| s.with_kv_heads(2))
+            .unwrap();
+        let (q, k, v) = exact_qkv(&s, 8);
+        let want = prequantize(&s, &q, &k, &v, false, Format::Nvfp4).unwrap();
+        let spec = qkv_spec(Format::Nvfp4);
+        let got = qkv_from_quantized(
+            &quantized(&spec, &[1, 4, 9, 64], &q),
+            &quantized(&spec, &[1, 2, 33, 64], &k),
+            &quantized(&spec, &[1, 2, 64, 64], &transpose_pad_v(&s, &v)),
+            false,
+        )
+        .unwrap();
+        assert_eq!(got, want);
+        assert_eq!(got.shape.group(), 2);
     }
 }

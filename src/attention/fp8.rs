@@ -131,7 +131,7 @@ impl E4m3Rows {
 }
 
 /// Q, K and Vᵀ of a `QuantizedQkv` in E4M3, laid out as its FP4 operands: Q [B,H,Sq,D] and K
-/// [B,H,Sk,D] with a factor per row (per query, per key), Vᵀ [B,H,D,Skp] with a factor per
+/// [B,Hkv,Sk,D] with a factor per row (per query, per key), Vᵀ [B,Hkv,D,Skp] with a factor per
 /// row of Vᵀ, that is per column (channel) of V, over all of that channel's keys.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Fp8Qkv {
@@ -146,8 +146,14 @@ impl Fp8Qkv {
         let (d, f) = (s.head_dim, qkv.format);
         Fp8Qkv {
             q: E4m3Rows::widen(f, &qkv.q_data, &qkv.q_scale, s.bh() * s.seq_q, d),
-            k: E4m3Rows::widen(f, &qkv.k_data, &qkv.k_scale, s.bh() * s.seq_k, d),
-            vt: E4m3Rows::widen(f, &qkv.v_data, &qkv.v_scale, s.bh() * d, s.seq_k_padded()),
+            k: E4m3Rows::widen(f, &qkv.k_data, &qkv.k_scale, s.kv_bh() * s.seq_k, d),
+            vt: E4m3Rows::widen(
+                f,
+                &qkv.v_data,
+                &qkv.v_scale,
+                s.kv_bh() * d,
+                s.seq_k_padded(),
+            ),
         }
     }
 }
@@ -163,8 +169,9 @@ pub fn p_e4m3(s2: f64, m: f64) -> u8 {
 /// [B,H,Sq,D] f32. This doc comment is the normative statement.
 ///
 /// Operands are `Fp8Qkv::widen(qkv)`: E4M3 values q8, k8, v8 with per-row factors 2^fq_i,
-/// 2^fk_j and per-channel factors 2^fv_d (`row_factor_log2`). For each (b, h) and query row
-/// i, with the first n = n(i) keys visible:
+/// 2^fk_j and per-channel factors 2^fv_d (`row_factor_log2`). Q head h reads K/V head
+/// h / group (`AttnShape::kv_head_of`). For each (b, h) and query row i, with the first
+/// n = n(i) keys visible:
 /// 1. S[j] = the f32 that FP8 wgmma gives for Σ_d q8[i,d]·k8[j,d], the products added 32 at
 ///    a time (one k32 instruction each) in increasing d, from 0: `ACCUMULATION`, per
 ///    instruction C and the 32 products aligned at the largest of C's exponent and the
@@ -201,6 +208,7 @@ pub fn reference_fp8(qkv: &QuantizedQkv) -> Vec<f32> {
         seq_q: shape.seq_q,
         seq_k: shape.seq_k,
         skp: shape.seq_k_padded(),
+        group: shape.group(),
         c: score_factor(qkv) as f64,
         q: &q,
         k: &k,
@@ -225,26 +233,28 @@ struct RowsFp8<'a> {
     seq_q: usize,
     seq_k: usize,
     skp: usize,
+    /// Q heads per K/V head: problem bh reads K/V head bh / group.
+    group: usize,
     c: f64,
     q: &'a [f64],
     k: &'a [f64],
     vt: &'a [f64],
     fq: &'a [i32],
     fk: &'a [i32],
-    /// Per channel of V (all heads): 2^fv_d · v_ts in f32.
+    /// Per channel of V (all K/V heads): 2^fv_d · v_ts in f32.
     w: &'a [f32],
 }
 
 impl RowsFp8<'_> {
     /// Row i of head bh (n keys visible) into `o`.
     fn row(&self, bh: usize, i: usize, n: usize, o: &mut [f32]) {
-        let d = self.d;
+        let (d, kv) = (self.d, bh / self.group);
         let qi = bh * self.seq_q + i;
         let q_row = &self.q[qi * d..(qi + 1) * d];
         let mut products = [(0.0f64, 0i32); K_STEP];
         let s2: Vec<f64> = (0..n)
             .map(|j| {
-                let kj = bh * self.seq_k + j;
+                let kj = kv * self.seq_k + j;
                 let k_row = &self.k[kj * d..(kj + 1) * d];
                 let mut acc = 0.0f32;
                 for (qg, kg) in q_row.chunks(K_STEP).zip(k_row.chunks(K_STEP)) {
@@ -263,7 +273,7 @@ impl RowsFp8<'_> {
             .collect();
         let l: f64 = p.iter().sum();
         for (c, o) in o.iter_mut().enumerate() {
-            let ch = bh * d + c;
+            let ch = kv * d + c;
             let v_row = &self.vt[ch * self.skp..ch * self.skp + n];
             let mut acc = 0.0f32;
             for (pg, vg) in p.chunks(K_STEP).zip(v_row.chunks(K_STEP)) {

@@ -13,7 +13,7 @@ pub fn gaussian(n: usize, seed: u64) -> Vec<f32> {
     (0..n).map(|_| rng.normal() as f32).collect()
 }
 
-/// Q, K, V (each row-major, Q [B,H,Sq,D], K and V [B,H,Sk,D]).
+/// Q, K, V (each row-major, Q [B,H,Sq,D], K and V [B,Hkv,Sk,D]).
 pub type Qkv = (Vec<f32>, Vec<f32>, Vec<f32>);
 
 /// Values of V in `identity_qkv`: exact in MXFP4 whatever the block's maximum (each is a
@@ -25,8 +25,8 @@ const V_PATTERN: [f32; 7] = [-2.0, -1.0, -0.5, 0.0, 0.5, 1.0, 2.0];
 /// the expected output is easy to reason about.
 pub fn identity_qkv(shape: &AttnShape) -> Qkv {
     let d = shape.head_dim;
-    let one_hot = |rows: usize| -> Vec<f32> {
-        let mut x = vec![0.0f32; shape.bh() * rows * d];
+    let one_hot = |heads: usize, rows: usize| -> Vec<f32> {
+        let mut x = vec![0.0f32; heads * rows * d];
         for (r, row) in x.chunks_mut(d).enumerate() {
             row[(r % rows) % d] = 1.0;
         }
@@ -38,7 +38,11 @@ pub fn identity_qkv(shape: &AttnShape) -> Qkv {
             V_PATTERN[(3 * j + c) % V_PATTERN.len()]
         })
         .collect();
-    (one_hot(shape.seq_q), one_hot(shape.seq_k), v)
+    (
+        one_hot(shape.bh(), shape.seq_q),
+        one_hot(shape.kv_bh(), shape.seq_k),
+        v,
+    )
 }
 
 /// One block of `len` values that MXFP4 floor reproduces exactly: one element is ±6·2^e (so
@@ -75,10 +79,10 @@ fn exact_rows(rng: &mut SplitMix64, rows: usize, row: usize, exponents: &[i32]) 
 /// Exponents keep the scores moderate (|Q|,|K| ≤ 1.5) so softmax is neither flat nor one-hot.
 pub fn exact_qkv(shape: &AttnShape, seed: u64) -> Qkv {
     let mut rng = SplitMix64::new(seed);
-    let (bh, d) = (shape.bh(), shape.head_dim);
-    let q = exact_rows(&mut rng, bh * shape.seq_q, d, &[-4, -3, -2]);
-    let k = exact_rows(&mut rng, bh * shape.seq_k, d, &[-4, -3, -2]);
-    let vt = exact_rows(&mut rng, bh * d, shape.seq_k, &[-2, -1, 0]);
+    let d = shape.head_dim;
+    let q = exact_rows(&mut rng, shape.bh() * shape.seq_q, d, &[-4, -3, -2]);
+    let k = exact_rows(&mut rng, shape.kv_bh() * shape.seq_k, d, &[-4, -3, -2]);
+    let vt = exact_rows(&mut rng, shape.kv_bh() * d, shape.seq_k, &[-2, -1, 0]);
     let mut v = vec![0.0f32; shape.kv_len()];
     for (vp, vtp) in v
         .chunks_mut(shape.seq_k * d)

@@ -236,8 +236,8 @@ impl<'a> AttentionKernel<'a> {
             KernelArg::Ptr(ops[5]),
             KernelArg::Ptr(out),
             KernelArg::U32(u(bh * s.seq_q, "Q rows")?),
-            KernelArg::U32(u(bh * s.seq_k, "K rows")?),
-            KernelArg::U32(u(bh * s.head_dim, "Vᵀ rows")?),
+            KernelArg::U32(u(s.kv_bh() * s.seq_k, "K rows")?),
+            KernelArg::U32(u(s.kv_bh() * s.head_dim, "Vᵀ rows")?),
             KernelArg::U32(u(s.head_dim / block, "scales per row")?),
             KernelArg::U32(u(s.seq_k_padded() / block, "scales per Vᵀ row")?),
         ];
@@ -258,9 +258,10 @@ impl<'a> AttentionKernel<'a> {
                 KernelArg::U32(u(s.seq_k, "seq_k")?),
                 KernelArg::U32(u(s.head_dim, "head_dim")?),
                 KernelArg::U32(u(s.seq_k_padded(), "padded seq_k")?),
+                KernelArg::U32(u(s.group(), "K/V head group")?),
             ];
             // SAFETY: fp8_widen_{fmt}(K codes, K scales, Vᵀ codes, Vᵀ scales, int* workspace,
-            // u32 bh_count, Sq, Sk, D, Skp): the operands of `s` in `format`; the workspace of
+            // u32 bh_count, Sq, Sk, D, Skp, kv_group): the operands of `s` in `format`; the workspace of
             // `Fp8Workspace::of(s)`'s size, its factors written by the launch before on the
             // same stream. Grid-stride over the 32-element chunks.
             unsafe {
@@ -299,8 +300,8 @@ impl<'a> AttentionKernel<'a> {
     }
 
     /// Enqueue one forward pass over operands anywhere on the device: `ops` are the codes and
-    /// scales of Q, K, Vᵀ (in that order, laid out as `QuantizedQkv` describes), `ts` three
-    /// f32 tensor scales, `out` [B,H,Sq,D] f32.
+    /// scales of Q, K, Vᵀ (in that order, laid out as `QuantizedQkv` describes: K and Vᵀ with
+    /// `s.kv_heads` heads), `ts` three f32 tensor scales, `out` [B,H,Sq,D] f32.
     pub fn enqueue_raw(
         &self,
         s: &AttnShape,
@@ -354,14 +355,16 @@ impl<'a> AttentionKernel<'a> {
             KernelArg::Ptr(counters),
             KernelArg::Ptr(partials),
             KernelArg::Ptr(factors),
+            KernelArg::U32(u(s.group(), "Q heads per K/V head")?),
         ]);
         // SAFETY: attn_{fmt}_dD(6 × const u8*, float*, u32 Sq, u32 Sk, u32 Skp, u32 causal,
         // const float* ts, u32 c0_bits, u32 bh_count, u32* counters, float* partials,
-        // const int* factors; the FP8 body's, enqueued before it on the stream): the
-        // caller's buffers hold the operands of `s` in `format` (QuantizedQkv's layout), `out`
-        // and `ts` are checked above; the grid covers seq_q and batch·heads (the wgmma body's
-        // schedule all of them, its workspace sized for it); the dynamic shared memory is the
-        // body's (allowed in load_path).
+        // const int* factors, u32 kv_group; the factors are the FP8 body's, enqueued before
+        // it on the stream): the caller's buffers hold the operands of `s` in `format`
+        // (QuantizedQkv's layout, K and Vᵀ with batch·kv_heads heads, kv_group = heads /
+        // kv_heads), `out` and `ts` are checked above; the grid covers seq_q and batch·heads
+        // (the wgmma bodies' schedule all of them, its workspace sized for it); the dynamic
+        // shared memory is the body's (allowed in load_path).
         unsafe {
             self.backend.launch_3d_smem(
                 f,
@@ -409,7 +412,7 @@ impl<'a> AttentionKernel<'a> {
 }
 
 /// The FP8 body's workspace (`Factors` in attn_wgmma_fp8.cuh): i32 row factors of Q, K and Vᵀ,
-/// then K [bh][Sk][D] and Vᵀ [bh][D][Skp] in E4M3, each part from a 256-byte boundary.
+/// then K [kv_bh][Sk][D] and Vᵀ [kv_bh][D][Skp] in E4M3, each part from a 256-byte boundary.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Fp8Workspace {
     /// Where the E4M3 K starts (the factors' bytes, rounded up).
@@ -422,11 +425,11 @@ pub struct Fp8Workspace {
 
 impl Fp8Workspace {
     pub fn of(s: &AttnShape) -> Self {
-        let bh = s.batch * s.heads;
+        let (bh, kv) = (s.bh(), s.kv_bh());
         let r = |n: usize| n.next_multiple_of(256);
-        let e4m3_k = r(4 * bh * (s.seq_q + s.seq_k + s.head_dim));
-        let e4m3_v = e4m3_k + r(bh * s.seq_k * s.head_dim);
-        let total = e4m3_v + r(bh * s.head_dim * s.seq_k_padded());
+        let e4m3_k = r(4 * (bh * s.seq_q + kv * (s.seq_k + s.head_dim)));
+        let e4m3_v = e4m3_k + r(kv * s.seq_k * s.head_dim);
+        let total = e4m3_v + r(kv * s.head_dim * s.seq_k_padded());
         Fp8Workspace {
             e4m3_k,
             e4m3_v,
@@ -458,11 +461,12 @@ impl std::fmt::Display for Resources {
     }
 }
 
-/// The on-the-fly path: bf16, f16 or f32 Q, K, V [B,H,S,D] on the device, quantized there by
-/// the quantizer's kernels (Q, K along D; V transposed and padded by `transpose_pad_16bit` or
-/// `_32bit`, then along the keys), then the attention kernel. With `smooth_k`, K's channel
-/// means are subtracted first on the GPU (`smooth_k_*`, into an f32 K' that is quantized
-/// instead). Same bytes as `prequantize` of the widened inputs, so the same O.
+/// The on-the-fly path: bf16, f16 or f32 Q [B,H,Sq,D], K and V [B,Hkv,Sk,D] on the device,
+/// quantized there by the quantizer's kernels (Q, K along D; V transposed and padded by
+/// `transpose_pad_16bit` or `_32bit`, then along the keys), then the attention kernel. With
+/// `smooth_k`, K's channel means are subtracted first on the GPU (`smooth_k_*`, into an f32 K'
+/// that is quantized instead). Same bytes as `prequantize` of the widened inputs, so the same
+/// O.
 pub struct OnTheFly {
     pub shape: AttnShape,
     pub format: Format,
@@ -539,10 +543,13 @@ impl OnTheFly {
                 KernelArg::U32(u(s.seq_k)?),
                 KernelArg::U32(u(s.head_dim)?),
             ];
-            // SAFETY: smooth_k_*(const void* k, float* out, u32 Sk, u32 D): k holds [bh][Sk][D]
-            // elements of in_type, out as many f32 (allocated from the same shape); one CTA
-            // per bh, one thread per channel (D <= 256).
-            unsafe { attn.backend.launch(f, u(s.bh())?, u(s.head_dim)?, &args)? };
+            // SAFETY: smooth_k_*(const void* k, float* out, u32 Sk, u32 D): k holds
+            // [kv_bh][Sk][D] elements of in_type, out as many f32 (allocated from the same
+            // shape); one CTA per K head, one thread per channel (D <= 256).
+            unsafe {
+                attn.backend
+                    .launch(f, u(s.kv_bh())?, u(s.head_dim)?, &args)?
+            };
         }
         quant.enqueue(&spec, &self.k)?;
         let transpose = attn.pre_pass(if self.in_type == InType::F32 {
@@ -557,10 +564,14 @@ impl OnTheFly {
             KernelArg::U32(u(s.seq_k_padded())?),
             KernelArg::U32(u(s.head_dim)?),
         ];
-        let grid = (u(s.seq_k_padded() / 32)?, u(s.head_dim / 32)?, u(s.bh())?);
+        let grid = (
+            u(s.seq_k_padded() / 32)?,
+            u(s.head_dim / 32)?,
+            u(s.kv_bh())?,
+        );
         // SAFETY: transpose_pad_{16,32}bit(const T* v, T* vt, u32 Sk, u32 Skp, u32 D): v holds
-        // [bh][Sk][D] and vt [bh][D][Skp] elements of in_type (allocated from the same shape);
-        // the grid covers Skp/32 × D/32 × bh tiles of 32 × 32.
+        // [kv_bh][Sk][D] and vt [kv_bh][D][Skp] elements of in_type (allocated from the same
+        // shape); the grid covers Skp/32 × D/32 × kv_bh tiles of 32 × 32.
         unsafe { attn.backend.launch_3d(transpose, grid, (32, 8), &args)? };
         quant.enqueue(&spec, &self.vt)?;
         if spec.two_level() {

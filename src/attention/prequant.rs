@@ -6,10 +6,11 @@ use crate::quant::{self, Format, NvLevels, Quantized, ScaleMode, Spec};
 use anyhow::{Result, bail};
 
 /// Q, K and V^T in MXFP4 (floor, E8M0 scales per 32) or NVFP4 (two-level: E4M3 scales per
-/// 16 and one f32 tensor scale per tensor), laid out for the kernel (BLK = the block size):
+/// 16 and one f32 tensor scale per tensor), laid out for the kernel (BLK = the block size;
+/// Hkv = H unless grouped-query attention):
 /// - `q_data` [B,H,Sq,D/2], `q_scale` [B,H,Sq,D/BLK] (blocks along D);
-/// - `k_data` [B,H,Sk,D/2], `k_scale` [B,H,Sk,D/BLK] (K smoothed first if asked);
-/// - `v_data` [B,H,D,Skp/2], `v_scale` [B,H,D,Skp/BLK]: V transposed and zero-padded to
+/// - `k_data` [B,Hkv,Sk,D/2], `k_scale` [B,Hkv,Sk,D/BLK] (K smoothed first if asked);
+/// - `v_data` [B,Hkv,D,Skp/2], `v_scale` [B,Hkv,D,Skp/BLK]: V transposed and zero-padded to
 ///   Skp = seq_k rounded up to 32, blocked along the key axis, which is P·V's reduction axis.
 ///
 /// Packing is the crate's: two E2M1 codes a byte, the even index in the low nibble.
@@ -37,7 +38,7 @@ pub fn qkv_spec(format: Format) -> Spec {
     }
 }
 
-/// Quantize Q, K, V for the kernel. `q` is [B,H,Sq,D], `k` and `v` [B,H,Sk,D], row-major.
+/// Quantize Q, K, V for the kernel. `q` is [B,H,Sq,D], `k` and `v` [B,Hkv,Sk,D], row-major.
 /// With `smooth_k`, K's per-(b,h,channel) mean over the keys is subtracted first (see
 /// `smooth_k`). Inputs must be finite: a NaN would only turn into a NaN block scale.
 pub fn prequantize(
@@ -65,9 +66,9 @@ pub fn prequantize(
     } else {
         k
     };
-    let (kq, _) = quant::quantize(&spec, &[shape.bh() * shape.seq_k, d], k_in)?;
+    let (kq, _) = quant::quantize(&spec, &[shape.kv_bh() * shape.seq_k, d], k_in)?;
     let vt = transpose_pad_v(shape, v);
-    let (vq, _) = quant::quantize(&spec, &[shape.bh() * d, shape.seq_k_padded()], &vt)?;
+    let (vq, _) = quant::quantize(&spec, &[shape.kv_bh() * d, shape.seq_k_padded()], &vt)?;
     let ts = |q: &Quantized| q.tensor_scale.unwrap_or(1.0);
     Ok(QuantizedQkv {
         shape: *shape,
@@ -91,7 +92,7 @@ fn check_finite(name: &str, x: &[f32]) -> Result<()> {
     Ok(())
 }
 
-/// K minus its mean over the keys, per (b, h, channel), and the means ([B,H,D]). Subtracting a
+/// K minus its mean over the keys, per (b, K/V head, channel), and the means ([B,Hkv,D]). Subtracting a
 /// vector m from every key adds the constant −q·m to all of query q's scores, which softmax
 /// ignores; it removes the per-channel offsets that otherwise set the scale of every block
 /// holding an outlier channel and flush the other channels to zero. The mean is summed in f64
@@ -99,7 +100,7 @@ fn check_finite(name: &str, x: &[f32]) -> Result<()> {
 pub fn smooth_k(shape: &AttnShape, k: &[f32]) -> (Vec<f32>, Vec<f32>) {
     let (sk, d) = (shape.seq_k, shape.head_dim);
     let mut out = k.to_vec();
-    let mut means = Vec::with_capacity(shape.bh() * d);
+    let mut means = Vec::with_capacity(shape.kv_bh() * d);
     for head in out.chunks_mut(sk * d) {
         let mut sum = vec![0.0f64; d];
         for row in head.chunks(d) {
@@ -118,7 +119,7 @@ pub fn smooth_k(shape: &AttnShape, k: &[f32]) -> (Vec<f32>, Vec<f32>) {
     (out, means)
 }
 
-/// V [B,H,Sk,D] → V^T [B,H,D,Skp], zeros in keys seq_k..Skp.
+/// V [B,Hkv,Sk,D] → V^T [B,Hkv,D,Skp], zeros in keys seq_k..Skp.
 pub fn transpose_pad_v(shape: &AttnShape, v: &[f32]) -> Vec<f32> {
     let (sk, skp, d) = (shape.seq_k, shape.seq_k_padded(), shape.head_dim);
     let mut vt = vec![0.0f32; shape.vt_len()];
@@ -153,21 +154,21 @@ impl QuantizedQkv {
         quant::dequantize(&self.quantized(&self.q_data, &self.q_scale, shape))
     }
 
-    /// K (smoothed, if it was) as the kernel sees it, [B,H,Sk,D].
+    /// K (smoothed, if it was) as the kernel sees it, [B,Hkv,Sk,D].
     pub fn dequantized_k(&self) -> Vec<f32> {
         let s = &self.shape;
-        let shape = vec![s.bh() * s.seq_k, s.head_dim];
+        let shape = vec![s.kv_bh() * s.seq_k, s.head_dim];
         quant::dequantize(&self.quantized(&self.k_data, &self.k_scale, shape))
     }
 
-    /// V^T as stored, [B,H,D,Skp] with the padding.
+    /// V^T as stored, [B,Hkv,D,Skp] with the padding.
     pub fn dequantized_vt(&self) -> Vec<f32> {
         let s = &self.shape;
-        let shape = vec![s.bh() * s.head_dim, s.seq_k_padded()];
+        let shape = vec![s.kv_bh() * s.head_dim, s.seq_k_padded()];
         quant::dequantize(&self.quantized(&self.v_data, &self.v_scale, shape))
     }
 
-    /// V as the kernel sees it, back in the natural [B,H,Sk,D] layout (padding dropped).
+    /// V as the kernel sees it, back in the natural [B,Hkv,Sk,D] layout (padding dropped).
     pub fn dequantized_v(&self) -> Vec<f32> {
         let s = &self.shape;
         let (sk, skp, d) = (s.seq_k, s.seq_k_padded(), s.head_dim);

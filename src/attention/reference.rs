@@ -88,8 +88,10 @@ pub fn score_factor(qkv: &QuantizedQkv) -> f32 {
 /// comment is the normative statement of the scheme.
 ///
 /// Inputs are the operands of `qkv` as the kernel's registers hold them (Qd, Kd, Vd: E2M1
-/// code × block scale, without NVFP4's tensor scales). For each (b, h) and query row i, with
-/// keys j < n(i) visible (`AttnShape::visible_keys`: j < seq_k, and j ≤ i when causal):
+/// code × block scale, without NVFP4's tensor scales). Q head h reads K/V head h / group
+/// (`AttnShape::kv_head_of`; the same head when there are as many). For each (b, h) and query
+/// row i, with keys j < n(i) visible (`AttnShape::visible_keys`: j < seq_k, and j ≤ i when
+/// causal):
 /// 1. S[j] = Σ_d Qd[i,d]·Kd[j,d]. Each product is exact; the kernel's tensor cores
 ///    accumulate in f32, the reference in f64.
 /// 2. s2[j] = S[j]·c with c = `score_factor` (log2(e)/√D times the tensor scales of Q and K,
@@ -143,7 +145,8 @@ pub fn reference_quantized(qkv: &QuantizedQkv) -> Vec<f32> {
 }
 
 /// softmax(Q·Kᵀ/√D)·V in f64 on the unquantized inputs, [B,H,Sq,D], with the same causal
-/// rule (and the row maximum subtracted before exp). The yardstick for FP4's accuracy.
+/// rule and K/V head of each Q head (and the row maximum subtracted before exp). The yardstick
+/// for FP4's accuracy.
 ///
 /// Panics if a buffer's length does not match the shape.
 pub fn reference_f64(shape: &AttnShape, q: &[f32], k: &[f32], v: &[f32]) -> Vec<f64> {
@@ -165,7 +168,7 @@ pub fn reference_f64(shape: &AttnShape, q: &[f32], k: &[f32], v: &[f32]) -> Vec<
     out
 }
 
-/// Q, K, V widened to f64 in the natural layouts ([B,H,S,D]).
+/// Q, K, V widened to f64 in the natural layouts (Q [B,H,Sq,D], K and V [B,Hkv,Sk,D]).
 struct Operands<'a> {
     shape: &'a AttnShape,
     q: Vec<f64>,
@@ -179,10 +182,11 @@ impl Operands<'_> {
         let at = (bh * self.shape.seq_q + i) * d;
         &self.q[at..at + d]
     }
-    /// Keys (or values) 0..seq_k of one head.
+    /// Keys (or values) 0..seq_k of the K/V head problem bh reads.
     fn head<'b>(&self, x: &'b [f64], bh: usize) -> &'b [f64] {
         let n = self.shape.seq_k * self.shape.head_dim;
-        &x[bh * n..(bh + 1) * n]
+        let kv = self.shape.kv_head_of(bh);
+        &x[kv * n..(kv + 1) * n]
     }
 }
 

@@ -20,6 +20,11 @@ pub enum ShapeError {
     Empty(&'static str),
     #[error("shape {0} is too large: its element count overflows usize")]
     Overflow(String),
+    #[error(
+        "{heads} query heads do not split into groups over {kv_heads} key/value heads: \
+         grouped-query attention needs the K/V heads to divide the Q heads"
+    )]
+    KvHeads { heads: usize, kv_heads: usize },
     #[error("{name} has {got} elements, expected {expected} for {shape}")]
     Length {
         name: &'static str,
@@ -29,11 +34,16 @@ pub enum ShapeError {
     },
 }
 
-/// Q is [batch, heads, seq_q, head_dim]; K and V are [batch, heads, seq_k, head_dim].
+/// Q is [batch, heads, seq_q, head_dim]; K and V are [batch, kv_heads, seq_k, head_dim].
+/// With fewer K/V heads than Q heads (grouped-query attention) each K/V head serves
+/// `group()` = heads / kv_heads consecutive Q heads: Q head h reads K/V head h / group, as
+/// torch SDPA's `enable_gqa` and `repeat_interleave` pair them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AttnShape {
     pub batch: usize,
     pub heads: usize,
+    /// Heads of K and V: `heads` (multi-head attention) or a divisor of it.
+    pub kv_heads: usize,
     pub seq_q: usize,
     pub seq_k: usize,
     pub head_dim: usize,
@@ -43,11 +53,13 @@ pub struct AttnShape {
 
 impl std::fmt::Display for AttnShape {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "B={} H={}", self.batch, self.heads)?;
+        if self.kv_heads != self.heads {
+            write!(f, " Hkv={}", self.kv_heads)?;
+        }
         write!(
             f,
-            "B={} H={} Sq={} Sk={} D={}{}",
-            self.batch,
-            self.heads,
+            " Sq={} Sk={} D={}{}",
             self.seq_q,
             self.seq_k,
             self.head_dim,
@@ -57,7 +69,7 @@ impl std::fmt::Display for AttnShape {
 }
 
 impl AttnShape {
-    /// A validated shape.
+    /// A validated shape with as many K/V heads as Q heads.
     pub fn new(
         batch: usize,
         heads: usize,
@@ -69,6 +81,7 @@ impl AttnShape {
         let s = AttnShape {
             batch,
             heads,
+            kv_heads: heads,
             seq_q,
             seq_k,
             head_dim,
@@ -78,18 +91,34 @@ impl AttnShape {
         Ok(s)
     }
 
-    /// Every dimension at least 1, a supported head_dim, and every buffer the references and
+    /// The shape with `kv_heads` K/V heads (grouped-query attention when fewer than `heads`),
+    /// validated.
+    pub fn with_kv_heads(self, kv_heads: usize) -> Result<AttnShape, ShapeError> {
+        let s = AttnShape { kv_heads, ..self };
+        s.validate()?;
+        Ok(s)
+    }
+
+    /// Every dimension at least 1, K/V heads dividing the Q heads, a supported head_dim, and
+    /// every buffer the references and
     /// the kernel allocate (including V^T padded to 32 keys) countable in usize.
     pub fn validate(&self) -> Result<(), ShapeError> {
         for (name, v) in [
             ("batch", self.batch),
             ("heads", self.heads),
+            ("kv_heads", self.kv_heads),
             ("seq_q", self.seq_q),
             ("seq_k", self.seq_k),
         ] {
             if v == 0 {
                 return Err(ShapeError::Empty(name));
             }
+        }
+        if !self.heads.is_multiple_of(self.kv_heads) {
+            return Err(ShapeError::KvHeads {
+                heads: self.heads,
+                kv_heads: self.kv_heads,
+            });
         }
         if !SUPPORTED_HEAD_DIMS.contains(&self.head_dim) {
             return Err(ShapeError::HeadDim(self.head_dim));
@@ -100,6 +129,7 @@ impl AttnShape {
             .seq_k
             .checked_next_multiple_of(BLOCK)
             .ok_or_else(overflow)?;
+        // K/V have no more heads than Q, so Q's head count bounds theirs.
         for rows in [self.seq_q, skp] {
             bh.checked_mul(rows)
                 .and_then(|n| n.checked_mul(self.head_dim))
@@ -113,9 +143,25 @@ impl AttnShape {
         self.seq_k.next_multiple_of(BLOCK)
     }
 
-    /// batch · heads: the number of independent attention problems.
+    /// batch · heads: the number of independent attention problems (one per Q head).
     pub fn bh(&self) -> usize {
         self.batch * self.heads
+    }
+
+    /// batch · kv_heads: the heads of K and V.
+    pub fn kv_bh(&self) -> usize {
+        self.batch * self.kv_heads
+    }
+
+    /// Q heads per K/V head: 1 for multi-head attention.
+    pub fn group(&self) -> usize {
+        self.heads / self.kv_heads
+    }
+
+    /// The K/V head (in 0..kv_bh) that problem `bh` (in 0..bh, batch-major) reads: with
+    /// H = G·Hkv, b·H + h over G is b·Hkv + h / G.
+    pub fn kv_head_of(&self, bh: usize) -> usize {
+        bh / self.group()
     }
 
     /// Elements of Q and O: B·H·Sq·D.
@@ -123,14 +169,14 @@ impl AttnShape {
         self.bh() * self.seq_q * self.head_dim
     }
 
-    /// Elements of K and V: B·H·Sk·D.
+    /// Elements of K and V: B·Hkv·Sk·D.
     pub fn kv_len(&self) -> usize {
-        self.bh() * self.seq_k * self.head_dim
+        self.kv_bh() * self.seq_k * self.head_dim
     }
 
-    /// Elements of the padded V^T: B·H·D·Skp.
+    /// Elements of the padded V^T: B·Hkv·D·Skp.
     pub fn vt_len(&self) -> usize {
-        self.bh() * self.head_dim * self.seq_k_padded()
+        self.kv_bh() * self.head_dim * self.seq_k_padded()
     }
 
     /// How many keys query `i` sees; they are always the prefix 0..n. Causal rows see j ≤ i
@@ -226,6 +272,39 @@ mod tests {
         let s = AttnShape::new(1, 1, 100, 10, 64, true).unwrap();
         assert_eq!(s.visible_keys(99), 10);
         assert_eq!(AttnShape { seq_k: 64, ..s }.seq_k_padded(), 64);
+    }
+
+    #[test]
+    fn kv_heads_must_divide_the_query_heads() {
+        let s = AttnShape::new(2, 32, 16, 40, 64, false).unwrap();
+        let g = s.with_kv_heads(8).unwrap();
+        assert_eq!((g.group(), g.kv_bh(), g.bh()), (4, 16, 64));
+        assert_eq!(g.kv_len(), 16 * 40 * 64);
+        assert_eq!(g.vt_len(), 16 * 64 * 64);
+        assert_eq!(g.q_len(), s.q_len());
+        // Batch 1, Q head 7 reads K/V head 1 of batch 1: 8 + 7 / 4.
+        assert_eq!(g.kv_head_of(32 + 7), 9);
+        assert_eq!(g.to_string(), "B=2 H=32 Hkv=8 Sq=16 Sk=40 D=64");
+        assert_eq!(s.to_string(), "B=2 H=32 Sq=16 Sk=40 D=64");
+        assert_eq!(g.flops(), s.flops());
+        let e = s.with_kv_heads(12).unwrap_err();
+        assert_eq!(
+            e,
+            ShapeError::KvHeads {
+                heads: 32,
+                kv_heads: 12
+            }
+        );
+        assert_eq!(
+            e.to_string(),
+            "32 query heads do not split into groups over 12 key/value heads: grouped-query \
+             attention needs the K/V heads to divide the Q heads"
+        );
+        assert_eq!(
+            s.with_kv_heads(0).unwrap_err(),
+            ShapeError::Empty("kv_heads")
+        );
+        assert_eq!(s.with_kv_heads(32).unwrap(), s);
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! `fp4probe attention`: run the fused FP4 attention kernel, validate it against the CPU
 //! references, and benchmark it (CUDA only).
 
+use super::attention_files::OutDType;
 use super::limits::{check_output_file, check_run_bytes};
+use super::quantize::QuantBackend;
 use crate::outfile::{Ours, Outputs};
 
 /// The header of `--csv`, by which an existing file of this kind is recognised.
@@ -36,10 +38,15 @@ pub enum Inputs {
     Exact,
 }
 
-/// Fused FP4 attention (NVFP4 or MXFP4 Q, K, V; P requantized in V's format): validate or
-/// benchmark.
+/// Fused FP4 attention (NVFP4 or MXFP4 Q, K, V; P requantized in V's format): run it on your
+/// tensors, validate it, or benchmark it.
 ///
-/// Without --suite or --bench: one validation run of the given shape and inputs, printing the
+/// With --q, --k, --v and --output: attention on tensors from files (Q [B, H, Sq, D], K and V
+/// [B, Hkv, Sk, D] with Hkv dividing H: grouped-query attention when smaller), dense BF16, F16
+/// or F32 `.npy`/`.safetensors` quantized with --format, or FP4 files of `fp4probe quantize`
+/// (V transposed); O [B, H, Sq, D] is written as BF16 or F32 (docs/file-formats.md).
+///
+/// Without them, --suite or --bench: one validation run of the given shape and inputs, printing the
 /// kernel's agreement with the CPU reference of the same quantized arithmetic and with f64
 /// attention on the unquantized inputs. --suite runs the whole validation set and fails on any
 /// miss; --bench times the kernel (median of --repeats CUDA-event-timed launches after warm-up)
@@ -47,41 +54,72 @@ pub enum Inputs {
 /// `fp4-prequant-mxfp4` (with `-<path>` appended when --path is not the device's default).
 ///
 /// The shape options belong to the single validation run, the sweep options to --bench; a
-/// run's memory is bounded (64 GiB, host and device), and every value is checked before a GPU
-/// is opened.
+/// run's memory is bounded (64 GiB, host and device), and every value (and every file) is
+/// checked before a GPU is opened.
 #[derive(clap::Args, Debug)]
 #[command(after_help = "Examples:
+  fp4probe attention --q q.safetensors --k k.safetensors --v v.safetensors --causal --output o.safetensors
+  fp4probe attention --q q.npy --k k.npy --v v.npy --format mxfp4 --out-dtype f32 --output o.npy
   fp4probe attention --seq-q 77 --seq-k 133 --head-dim 128 --causal --inputs gaussian
+  fp4probe attention --heads 32 --kv-heads 8 --seq-q 1000
   fp4probe attention --inputs outliers --smooth-k
   fp4probe attention --suite
-  fp4probe attention --bench --csv fp4.csv")]
+  fp4probe attention --bench --csv fp4.csv
+  fp4probe attention --bench --bench-heads 32 --kv-heads 8 --csv gqa.csv")]
 pub struct Args {
-    #[arg(long, default_value_t = 1, value_parser = at_least_one, conflicts_with_all = MODES)]
+    #[arg(long, default_value_t = 1, value_parser = at_least_one, conflicts_with_all = SHAPE_MODES)]
     pub batch: usize,
-    #[arg(long, default_value_t = 2, value_parser = at_least_one, conflicts_with_all = MODES)]
+    #[arg(long, default_value_t = 2, value_parser = at_least_one, conflicts_with_all = SHAPE_MODES)]
     pub heads: usize,
-    #[arg(long, default_value_t = 256, value_parser = at_least_one, conflicts_with_all = MODES)]
+    /// Key/value heads, a divisor of --heads (of --bench-heads with --bench): grouped-query
+    /// attention when fewer. Default: as many as query heads.
+    #[arg(long, value_parser = at_least_one, conflicts_with_all = ["suite", "q"])]
+    pub kv_heads: Option<usize>,
+    #[arg(long, default_value_t = 256, value_parser = at_least_one, conflicts_with_all = SHAPE_MODES)]
     pub seq_q: usize,
     /// Key/value length (default: seq-q).
-    #[arg(long, value_parser = at_least_one, conflicts_with_all = MODES)]
+    #[arg(long, value_parser = at_least_one, conflicts_with_all = SHAPE_MODES)]
     pub seq_k: Option<usize>,
     /// 64, 128 or 256.
-    #[arg(long, default_value_t = 128, conflicts_with_all = MODES)]
+    #[arg(long, default_value_t = 128, conflicts_with_all = SHAPE_MODES)]
     pub head_dim: usize,
     #[arg(long, conflicts_with_all = MODES)]
     pub causal: bool,
-    #[arg(long, value_enum, default_value_t = Inputs::Gaussian, conflicts_with_all = MODES)]
+    #[arg(long, value_enum, default_value_t = Inputs::Gaussian, conflicts_with_all = SHAPE_MODES)]
     pub inputs: Inputs,
     /// FP4 format of Q, K, V: nvfp4 (two-level, blocks of 16) or mxfp4 (floor, blocks of 32).
-    #[arg(long, value_enum, default_value_t = Format::Nvfp4, conflicts_with_all = MODES)]
-    pub format: Format,
+    /// With FP4 files (--q) the files' format; given, it must agree. [default: nvfp4]
+    #[arg(long, value_enum, conflicts_with_all = MODES)]
+    pub format: Option<Format>,
     /// Subtract K's per-channel mean before quantizing (softmax is unchanged by it).
     #[arg(long, conflicts_with_all = MODES)]
     pub smooth_k: bool,
-    #[arg(long, default_value_t = 1, conflicts_with_all = MODES)]
+    #[arg(long, default_value_t = 1, conflicts_with_all = SHAPE_MODES)]
     pub seed: u64,
+    /// Q [B, H, Sq, D]: .npy or .safetensors, BF16, F16 or F32 (one tensor a file), or an FP4
+    /// file of `fp4probe quantize`. Runs attention on the files instead of validating.
+    #[arg(long, value_name = "FILE", requires_all = ["k", "v", "output"], conflicts_with_all = MODES)]
+    pub q: Option<PathBuf>,
+    /// K [B, Hkv, Sk, D], Hkv dividing H; as --q (FP4: quantized along D).
+    #[arg(long, value_name = "FILE", requires = "q")]
+    pub k: Option<PathBuf>,
+    /// V [B, Hkv, Sk, D] dense; as an FP4 file, Vᵀ [B, Hkv, D, Skp] (Skp = Sk rounded up to 32,
+    /// zero padding: docs/file-formats.md, "Attention inputs").
+    #[arg(long, value_name = "FILE", requires = "q")]
+    pub v: Option<PathBuf>,
+    /// O [B, H, Sq, D]: .safetensors (tensor `o`) or .npy, by the extension; the output rules
+    /// of `quantize` and `dequantize`.
+    #[arg(long, value_name = "FILE", requires = "q")]
+    pub output: Option<PathBuf>,
+    /// O's element type. Default: bf16 when Q is BF16, else f32.
+    #[arg(long, value_enum, requires = "q")]
+    pub out_dtype: Option<OutDType>,
+    /// Where --q's attention runs: the kernel (cuda), the CPU reference of the same quantized
+    /// arithmetic (cpu), or the kernel when a GPU is present (auto).
+    #[arg(long, value_enum, default_value_t = QuantBackend::Auto, requires = "q")]
+    pub backend: QuantBackend,
     /// Run the validation suite (exact inputs, the article's six configurations, odd lengths,
-    /// Gaussian and outlier accuracy) and fail on any miss.
+    /// grouped-query attention, Gaussian and outlier accuracy) and fail on any miss.
     #[arg(long, conflicts_with = "bench")]
     pub suite: bool,
     /// Benchmark instead of validating.
@@ -148,9 +186,13 @@ pub struct Args {
     pub path: Option<KernelPath>,
 }
 
-/// The options that pick a mode other than the single validation run, whose shape options
-/// make no sense with them.
+/// The options that pick a mode other than the single validation run or the run on files
+/// (--q), whose options make no sense with them.
 const MODES: [&str; 2] = ["suite", "bench"];
+
+/// The modes the single validation run's shape and input options make no sense with: the
+/// files give the shape and the values.
+const SHAPE_MODES: [&str; 3] = ["suite", "bench", "q"];
 
 /// Most timed or warm-up launches per point: each timed launch holds a pair of CUDA events
 /// until the point is read back.
@@ -173,11 +215,21 @@ fn at_least_one(s: &str) -> Result<usize, String> {
 fn run_bytes(shape: &AttnShape) -> u128 {
     // Saturating: four usize factors can overflow even u128, and any saturated value is
     // refused anyway.
+    let product = |first: u128, factors: [usize; 3]| {
+        factors
+            .iter()
+            .fold(first, |acc, &n| acc.saturating_mul(n as u128))
+    };
     let kv_padded = (shape.seq_k as u128).next_multiple_of(crate::attention::shape::BLOCK as u128);
-    let per_bhd = (36 * shape.seq_q as u128).saturating_add(2 * 40 * kv_padded);
-    [shape.batch, shape.heads, shape.head_dim]
-        .iter()
-        .fold(per_bhd, |acc, &n| acc.saturating_mul(n as u128))
+    let q = product(
+        36 * shape.seq_q as u128,
+        [shape.batch, shape.heads, shape.head_dim],
+    );
+    let kv = product(
+        2 * 40 * kv_padded,
+        [shape.batch, shape.kv_heads, shape.head_dim],
+    );
+    q.saturating_add(kv)
 }
 
 fn check_head_dim(option: &str, d: usize, path: Option<KernelPath>) -> Result<()> {
@@ -206,7 +258,7 @@ fn check_args(a: &Args) -> Result<()> {
         }
         for &seq in &a.seqs {
             for &d in &a.head_dims {
-                let shape = AttnShape::new(1, a.bench_heads, seq, seq, d, false)?;
+                let shape = bench_shape(a, seq, d)?;
                 check_run_bytes(
                     &format!(
                         "--bench at --seqs {seq} --head-dims {d} --bench-heads {}",
@@ -223,11 +275,12 @@ fn check_args(a: &Args) -> Result<()> {
     } else if !a.suite {
         check_head_dim("--head-dim", a.head_dim, a.path)?;
         if let Some(p) = a.path {
-            p.check_format(a.format)?;
+            p.check_format(a.format())?;
         }
         let shape = AttnShape {
             batch: a.batch,
             heads: a.heads,
+            kv_heads: a.kv_heads.unwrap_or(a.heads),
             seq_q: a.seq_q,
             seq_k: a.seq_k.unwrap_or(a.seq_q),
             head_dim: a.head_dim,
@@ -236,7 +289,7 @@ fn check_args(a: &Args) -> Result<()> {
         check_run_bytes(
             &format!("the validation run of {shape}"),
             run_bytes(&shape),
-            "--seq-q, --seq-k, --heads or --batch",
+            "--seq-q, --seq-k, --heads, --kv-heads or --batch",
         )?;
         shape_of(a)?;
     }
@@ -291,25 +344,39 @@ pub fn validate(
 }
 
 fn shape_of(a: &Args) -> Result<AttnShape> {
-    Ok(AttnShape::new(
+    let shape = AttnShape::new(
         a.batch,
         a.heads,
         a.seq_q,
         a.seq_k.unwrap_or(a.seq_q),
         a.head_dim,
         a.causal,
-    )?)
+    )?;
+    shape
+        .with_kv_heads(a.kv_heads.unwrap_or(a.heads))
+        .context("--heads and --kv-heads")
 }
 
-pub fn run(a: Args) -> Result<ExitCode> {
-    check_args(&a)?;
-    let backend =
-        CudaBackend::open().context("fp4probe attention runs the kernel on a CUDA device")?;
-    let default_d = if a.suite || a.bench { 128 } else { a.head_dim };
-    let path = a
-        .path
-        .unwrap_or_else(|| KernelPath::for_device(backend.compute_capability().0, default_d));
-    let kernel = AttentionKernel::load_path(&backend, path)?;
+/// A --bench shape: batch 1, --bench-heads query heads, --kv-heads K/V heads (default as many),
+/// Sq = Sk = `seq`.
+fn bench_shape(a: &Args, seq: usize, head_dim: usize) -> Result<AttnShape> {
+    let shape = AttnShape::new(1, a.bench_heads, seq, seq, head_dim, false)?;
+    shape
+        .with_kv_heads(a.kv_heads.unwrap_or(a.bench_heads))
+        .context("--bench-heads and --kv-heads")
+}
+
+impl Args {
+    /// --format, or NVFP4.
+    pub fn format(&self) -> Format {
+        self.format.unwrap_or(Format::Nvfp4)
+    }
+}
+
+/// Compile and load `path` on `backend` (NVRTC, the first time a source is seen), saying on
+/// stderr which kernel runs where.
+pub fn load_kernel(backend: &CudaBackend, path: KernelPath) -> Result<AttentionKernel<'_>> {
+    let kernel = AttentionKernel::load_path(backend, path)?;
     eprintln!(
         "fp4probe attention: kernel path {} (kernels/{}, {}) on {}",
         path.name(),
@@ -317,6 +384,21 @@ pub fn run(a: Args) -> Result<ExitCode> {
         path.body(),
         backend.info().name
     );
+    Ok(kernel)
+}
+
+pub fn run(a: Args) -> Result<ExitCode> {
+    if a.q.is_some() {
+        return super::attention_files::run(&a);
+    }
+    check_args(&a)?;
+    let backend =
+        CudaBackend::open().context("fp4probe attention runs the kernel on a CUDA device")?;
+    let default_d = if a.suite || a.bench { 128 } else { a.head_dim };
+    let path = a
+        .path
+        .unwrap_or_else(|| KernelPath::for_device(backend.compute_capability().0, default_d));
+    let kernel = load_kernel(&backend, path)?;
     if a.bench {
         return bench(&a, &kernel);
     }
@@ -324,10 +406,10 @@ pub fn run(a: Args) -> Result<ExitCode> {
         return suite(&kernel);
     }
     let shape = shape_of(&a)?;
-    let v = validate(&kernel, &shape, a.inputs, a.smooth_k, a.seed, a.format)?;
+    let v = validate(&kernel, &shape, a.inputs, a.smooth_k, a.seed, a.format())?;
     println!(
         "{shape} {} inputs {:?}{}",
-        a.format.name(),
+        a.format().name(),
         a.inputs,
         if a.smooth_k { ", K smoothed" } else { "" }
     );
@@ -440,6 +522,32 @@ pub fn suite_cases() -> Result<Vec<Case>> {
             false,
             0.0,
         ));
+    }
+    // Grouped-query attention (K/V heads a divisor of the Q heads; one K/V head for all, the
+    // multi-query form), exact inputs at every head dimension, causal and not, Sq != Sk; and
+    // its accuracy at H_q = 32, H_kv = 8 (appended, so the cases above keep their seeds).
+    let gqa = |b, h, kv, sq, sk, d, c| s(b, h, sq, sk, d, c).and_then(|x| x.with_kv_heads(kv));
+    for format in [Format::Nvfp4, Format::Mxfp4] {
+        for (h, kv, sq, sk, d, c) in [
+            (8, 2, 77, 133, 128, false),
+            (8, 2, 77, 133, 128, true),
+            (6, 3, 200, 64, 64, true),
+            (4, 1, 129, 300, 64, false),
+            (4, 2, 100, 70, 256, true),
+        ] {
+            cases.push(exact(gqa(2, h, kv, sq, sk, d, c)?, format, Inputs::Exact));
+        }
+    }
+    for (format, floor) in [(Format::Nvfp4, 0.98), (Format::Mxfp4, 0.0)] {
+        for causal in [false, true] {
+            cases.push(gauss(
+                gqa(1, 32, 8, 256, 384, 128, causal)?,
+                format,
+                Inputs::Gaussian,
+                false,
+                floor,
+            ));
+        }
     }
     Ok(cases)
 }
@@ -555,6 +663,7 @@ fn suite(kernel: &AttentionKernel) -> Result<ExitCode> {
         for shape in [
             AttnShape::new(1, 3, 77, 133, 128, true)?,
             AttnShape::new(2, 2, 256, 300, 64, false)?,
+            AttnShape::new(2, 4, 100, 150, 128, false)?.with_kv_heads(2)?,
         ] {
             for (in_type, smooth) in fly_cases {
                 let c = onthefly_matches_prequant(kernel, &quant, &shape, format, in_type, smooth)?;
@@ -602,13 +711,18 @@ fn bench(a: &Args, kernel: &AttentionKernel) -> Result<ExitCode> {
         // Rows of the device's default kernel are `fp4-prequant-nvfp4`; another path's rows say
         // which (`fp4-prequant-nvfp4-bf16`), so one CSV can hold both; the FP8 path's rows are
         // `fp4-fp8-nvfp4` (and `fp4-fp8-onthefly-nvfp4`), its arithmetic being another one.
-        let (prefix, label) = if kernel.path().is_fp8() {
+        // Grouped-query rows add their K/V heads (`fp4-prequant-nvfp4-kv8`): the columns are
+        // fixed.
+        let (prefix, mut label) = if kernel.path().is_fp8() {
             ("fp4-fp8-", String::new())
         } else if kernel.path() == KernelPath::for_device(major, d) {
             ("fp4-", String::new())
         } else {
             ("fp4-", format!("-{}", kernel.path().name()))
         };
+        if let Some(kv) = a.kv_heads.filter(|&kv| kv != a.bench_heads) {
+            write!(label, "-kv{kv}")?;
+        }
         for variant in kernel.variants() {
             for &format in kernel.path().formats() {
                 eprintln!(
@@ -624,7 +738,7 @@ fn bench(a: &Args, kernel: &AttentionKernel) -> Result<ExitCode> {
             }
         }
         for &seq in &a.seqs {
-            let shape = AttnShape::new(1, a.bench_heads, seq, seq, d, false)?;
+            let shape = bench_shape(a, seq, d)?;
             for &format in kernel.path().formats() {
                 let v = kernel.variant_for(&shape, format);
                 if v.consumers > 0 {

@@ -2,11 +2,11 @@
 //! back to f32, as `.npy` or `.safetensors`, under the same output rules as quantize.
 
 use super::quantize::{
-    FileKind, NPY_OURS, SAFETENSORS_OURS, check_output_folder, file_kind, producer, scale_dtype,
+    FileKind, NPY_OURS, SAFETENSORS_OURS, check_tensor_output, producer, scale_dtype,
 };
 use crate::outfile::Outputs;
 use crate::quant::{self, Format, NvLevels, Quantized, ScaleGrid, ScaleMode, Spec};
-use crate::tensorio::{self, DType, Tensor};
+use crate::tensorio::{self, DType, SafeTensors, Tensor};
 use anyhow::{Context, Result, bail};
 use clap::ValueEnum;
 use std::collections::BTreeMap;
@@ -42,40 +42,18 @@ pub struct DequantizeArgs {
     pub force: bool,
 }
 
-/// Whether dequantize may write `path`, and as what: the file rules of `outputs`, the
-/// extension, and no existing `.npy` replaced unless forced.
-fn check_dequantize_output(outputs: &Outputs, path: &Path) -> Result<FileKind> {
-    let kind = file_kind(path);
-    let ours = match kind {
-        Some(FileKind::Npy) => NPY_OURS,
-        _ => SAFETENSORS_OURS,
-    };
-    outputs.check(path, ours)?;
-    let Some(kind) = kind else {
-        bail!(
-            "--output {}: dequantize writes .npy or .safetensors, chosen by the extension; name \
-             the output with one of those",
-            path.display()
-        );
-    };
-    if kind == FileKind::Npy
-        && !outputs.force()
-        && std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file())
-    {
-        bail!(
-            "{} exists, and a .npy file carries no mark of who wrote it; refusing to overwrite \
-             it (--force overwrites it, or name another output; a .safetensors output carries \
-             fp4probe's mark and is replaced on later runs)",
-            path.display()
-        );
-    }
-    check_output_folder(path)?;
-    Ok(kind)
-}
-
 /// Rebuild a `Quantized` from a file's tensors and metadata.
 pub fn read_quantized(path: &Path) -> Result<Quantized> {
-    let st = tensorio::read_safetensors(path)?;
+    quantized_of(path, &tensorio::read_safetensors(path)?)
+}
+
+/// Whether a safetensors file holds what `quantized_of` reads (tensors `data` and `scale`).
+pub fn is_quantized(st: &SafeTensors) -> bool {
+    st.get("data").is_some() && st.get("scale").is_some()
+}
+
+/// A `Quantized` from the tensors and metadata of `st`, read from `path` (named in errors).
+pub fn quantized_of(path: &Path, st: &SafeTensors) -> Result<Quantized> {
     let get = |name: &str| {
         st.get(name).with_context(|| {
             let names: Vec<&str> = st.tensors.iter().map(|(n, _)| n.as_str()).collect();
@@ -194,7 +172,7 @@ pub fn read_quantized(path: &Path) -> Result<Quantized> {
 
 pub fn run_dequantize(a: DequantizeArgs) -> Result<ExitCode> {
     let outputs = Outputs::new(a.force).input(&a.input);
-    let kind = check_dequantize_output(&outputs, &a.output)?;
+    let kind = check_tensor_output("dequantize", &outputs, &a.output)?;
     let q = read_quantized(&a.input)?;
     let x = quant::dequantize(&q);
     let nan_blocks = x
@@ -228,7 +206,7 @@ pub fn run_dequantize(a: DequantizeArgs) -> Result<ExitCode> {
             )
         }
     };
-    check_dequantize_output(&outputs, &a.output)?;
+    check_tensor_output("dequantize", &outputs, &a.output)?;
     outputs.write(&a.output, bytes, ours)?;
     println!(
         "{} ({}) → {} f32 {:?}",

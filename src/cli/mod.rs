@@ -1,6 +1,7 @@
 //! The `fp4probe` command line: one module per subcommand.
 
 pub mod attention;
+mod attention_files;
 #[cfg(test)]
 mod attention_inputs_tests;
 mod bench;
@@ -65,7 +66,8 @@ const EXAMPLES: &str = "Examples:
   fp4probe quantize --format mxfp4 --input w.npy --output w.mxfp4.safetensors
   fp4probe dequantize --input w.mxfp4.safetensors --output w.npy
   fp4probe quant-bench --csv reports/sm_90/quant-bench-fp4probe.csv   (GPU only)
-  fp4probe attention --suite                         fused FP4 attention against the CPU references (GPU only)";
+  fp4probe attention --suite                         fused FP4 attention against the CPU references (GPU only)
+  fp4probe attention --q q.safetensors --k k.safetensors --v v.safetensors --output o.safetensors";
 
 /// Where the binary finds what it needs outside itself: it runs from any directory.
 const ENVIRONMENT: &str = "Environment:
@@ -125,8 +127,9 @@ pub enum Command {
     /// Throughput of the quantization kernels against the device copy bandwidth (GPU only),
     /// each output checked against the CPU reference; and the optimal-scale search's gain.
     QuantBench(quant_bench::Args),
-    /// Fused FP4 attention (NVFP4 or MXFP4 Q, K, V; P requantized): validate against the CPU references
-    /// (--suite) or benchmark (--bench). CUDA only.
+    /// Fused FP4 attention (NVFP4 or MXFP4 Q, K, V; P requantized): on your tensor files
+    /// (--q --k --v --output; grouped-query too), validate against the CPU references (--suite)
+    /// or benchmark (--bench, GPU only).
     Attention(attention::Args),
     /// Print a lane map file: provenance, validation, closed forms, the map as a table.
     Show(show::Args),

@@ -26,7 +26,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-/// Where the quantization runs.
+/// Where the quantization (or `attention --q`'s attention) runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum QuantBackend {
     /// The CUDA kernels when a GPU is present, else the CPU reference (with a loud notice).
@@ -132,7 +132,7 @@ pub const PRODUCER_MARKER: &str = "\"producer\":\"fp4probe ";
 /// Safetensors outputs: replaceable when they carry [`PRODUCER_MARKER`].
 pub(super) const SAFETENSORS_OURS: Ours<'static> = Ours::marked(PRODUCER_MARKER);
 
-/// `.npy` outputs carry no mark; `dequantize::check_dequantize_output` refuses every existing one unless
+/// `.npy` outputs carry no mark; `check_tensor_output` refuses every existing one unless
 /// forced, so the marker check itself accepts any file.
 pub(super) const NPY_OURS: Ours<'static> = Ours::any();
 
@@ -173,6 +173,42 @@ pub(super) fn check_output_folder(path: &Path) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// Whether `command` may write `path` as a tensor file, and as what: the file rules of
+/// `outputs`, the extension (.npy or .safetensors), and no existing `.npy` replaced unless
+/// forced (a .npy file has no room for fp4probe's mark).
+pub(super) fn check_tensor_output(
+    command: &str,
+    outputs: &Outputs,
+    path: &Path,
+) -> Result<FileKind> {
+    let kind = file_kind(path);
+    let ours = match kind {
+        Some(FileKind::Npy) => NPY_OURS,
+        _ => SAFETENSORS_OURS,
+    };
+    outputs.check(path, ours)?;
+    let Some(kind) = kind else {
+        bail!(
+            "--output {}: {command} writes .npy or .safetensors, chosen by the extension; name \
+             the output with one of those",
+            path.display()
+        );
+    };
+    if kind == FileKind::Npy
+        && !outputs.force()
+        && std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file())
+    {
+        bail!(
+            "{} exists, and a .npy file carries no mark of who wrote it; refusing to overwrite \
+             it (--force overwrites it, or name another output; a .safetensors output carries \
+             fp4probe's mark and is replaced on later runs)",
+            path.display()
+        );
+    }
+    check_output_folder(path)?;
+    Ok(kind)
 }
 
 /// Whether quantize may write `path`: the file rules of `outputs`, then the extension.
@@ -373,8 +409,9 @@ fn note_narrowed(path: &Path, total: usize, n: &Narrowed) {
     );
 }
 
-/// Open the device the backend asks for; `auto` without a GPU says so loudly and uses the CPU.
-fn open_device(backend: QuantBackend, check_cpu: bool) -> Result<Option<CudaBackend>> {
+/// Open the device the backend asks for; `auto` without a GPU says so loudly (`fallback`: what
+/// runs instead, and what that changes) and uses the CPU.
+pub(super) fn open_device(backend: QuantBackend, fallback: &str) -> Result<Option<CudaBackend>> {
     match backend {
         QuantBackend::Cpu => Ok(None),
         QuantBackend::Cuda => Ok(Some(CudaBackend::open()?)),
@@ -382,14 +419,7 @@ fn open_device(backend: QuantBackend, check_cpu: bool) -> Result<Option<CudaBack
             Ok(b) => Ok(Some(b)),
             Err(why) => {
                 let bar = "!".repeat(78);
-                let check = if check_cpu {
-                    "\n!! --check-cpu has no CUDA run to compare."
-                } else {
-                    ""
-                };
-                eprintln!(
-                    "{bar}\n!! NO CUDA DEVICE: {why:#}\n!! Quantizing with the CPU reference instead (same bytes, slower).{check}\n{bar}"
-                );
+                eprintln!("{bar}\n!! NO CUDA DEVICE: {why:#}\n!! {fallback}\n{bar}");
                 Ok(None)
             }
         },
@@ -530,7 +560,15 @@ pub fn run_quantize(a: QuantizeArgs) -> Result<ExitCode> {
     spec.scale_layout.check(spec.format, &input.shape)?;
     quant::check_non_finite(&spec, &input.shape, &input.f32)?;
 
-    let gpu = open_device(a.backend, a.check_cpu)?;
+    let gpu = open_device(
+        a.backend,
+        if a.check_cpu {
+            "Quantizing with the CPU reference instead (same bytes, slower).\n!! --check-cpu \
+             has no CUDA run to compare."
+        } else {
+            "Quantizing with the CPU reference instead (same bytes, slower)."
+        },
+    )?;
     let kernels = gpu
         .as_ref()
         .map(|b| QuantKernels::load_layout(b, spec.scale_layout))

@@ -62,6 +62,22 @@ pub fn text(o: &Output) -> String {
     )
 }
 
+/// Assert a run succeeded, showing its output when it did not.
+pub fn ok(o: &Output) {
+    assert!(o.status.success(), "{}", text(o));
+}
+
+/// Assert a run was refused: exit status 2 and `error: ...` containing `want` on stderr.
+pub fn refused_output(o: &Output, want: &str) {
+    let t = text(o);
+    assert_eq!(o.status.code(), Some(2), "{t}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("error: ") && err.contains(want),
+        "want {want:?} in:\n{t}"
+    );
+}
+
 /// Run fp4probe with `args` and assert it refused them: exit code 2 and `want` in its output.
 pub fn refused(args: &[&str], want: &str) {
     let o = fp4probe(args);
