@@ -103,6 +103,16 @@ bench_extra() {
   grep -E "Duration|Issue Slots Busy|Executed Ipc Active|Eligible Warps|Warp Cycles Per Issued" "$OUT/ncu-wgmma-d128-s4096.txt"
   cat "$OUT/wgmma-instruction-mix.md"
   rm -f "$OUT/source.csv" "$OUT/wgmma-d128-s4096.ncu-rep"
+  echo "== ncu: the wgmma-fp8 kernel, same shape and launch"
+  ncu --clock-control none -k regex:attn_nvfp4_d128 --launch-skip 2 --launch-count 1 \
+    --section SpeedOfLight --section WarpStateStats --section SchedulerStats --section SourceCounters \
+    -o "$OUT/fp8-d128-s4096" $B/fp4probe attention --bench --path wgmma-fp8 --seqs 4096 --head-dims 128 --repeats 2 --warmup 1 \
+    > "$OUT/ncu-fp8.log" 2>&1; echo "ncu fp8 rc=$?"
+  ncu -i "$OUT/fp8-d128-s4096.ncu-rep" --page details > "$OUT/ncu-fp8-d128-s4096.txt" 2>&1
+  ncu -i "$OUT/fp8-d128-s4096.ncu-rep" --page source --csv --print-source sass > "$OUT/source.csv" 2>&1
+  python3 $G/ncu_source_mix.py "$OUT/source.csv" --elements $((32 * 4096 * 4096)) > "$OUT/fp8-instruction-mix.md"
+  cat "$OUT/fp8-instruction-mix.md"
+  rm -f "$OUT/source.csv" "$OUT/fp8-d128-s4096.ncu-rep"
 }
 
 run_mode() {
