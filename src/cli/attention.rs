@@ -178,8 +178,9 @@ pub struct Args {
     /// foreign files there.
     #[arg(long)]
     pub force: bool,
-    /// Which kernel (see the values below): bf16 on sm_90 and later, wgmma on sm_90a
-    /// (head_dim 64 and 128), block-scale and block-scale-k32 on sm_120a, their -emulated
+    /// Which kernel (see the values below): bf16 on sm_90 and later, wgmma and wgmma-fp8 (the
+    /// FP8 arithmetic of docs/attention-fp8.md) on sm_90a (head_dim 64 and 128), block-scale
+    /// and block-scale-k32 on sm_120a, their -emulated
     /// forms on any sm_90+ GPU (validation only). Default: the fastest this device runs for
     /// --head-dim (for --suite and --bench, for head_dim 128).
     #[arg(long, value_enum)]
