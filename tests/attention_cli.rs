@@ -13,7 +13,7 @@ use common::{fp4probe, ok, refused_output as refused, text, tmpdir};
 mod attention_files;
 use attention_files::{attention_args, bf16_round, dims, gqa, quantize_files, write_qkv};
 
-use fp4probe::attention::{AttnShape, gaussian, prequantize, reference_quantized};
+use fp4probe::attention::{AttnShape, gaussian, prequantize, reference_fp8, reference_quantized};
 use fp4probe::formats::f32_to_bf16_bits;
 use fp4probe::quant::Format;
 use fp4probe::tensorio::{self, DType, Tensor};
@@ -63,6 +63,27 @@ fn read_o(path: &Path) -> (Tensor, BTreeMap<String, String>) {
     let st = tensorio::read_safetensors(path).unwrap();
     assert_eq!(st.tensors.len(), 1);
     (st.get("o").unwrap().clone(), st.metadata)
+}
+
+#[test]
+fn path_wgmma_fp8_on_the_cpu_gives_the_fp8_reference() {
+    let dir = tmpdir("attn-cli", "fp8");
+    let shape = gqa_shape();
+    let qkv = bf16_qkv(&shape, 5);
+    let quantized = prequantize(&shape, &qkv[0], &qkv[1], &qkv[2], false, Format::Nvfp4).unwrap();
+    let files = write_qkv(&dir, &shape, refs(&qkv), "npy");
+    for (path, want) in [
+        ("wgmma-fp8", reference_fp8(&quantized)),
+        ("wgmma", reference_quantized(&quantized)),
+    ] {
+        let out = dir.join(format!("o.{path}.npy"));
+        let o = attention(&files, &out, &["--causal", "--path", path]);
+        ok(&o);
+        let (t, _) = read_o(&out);
+        assert_eq!(t.to_f32_vec().unwrap(), want, "--path {path}");
+    }
+    // The two arithmetics differ (P in E4M3 against P requantized to FP4).
+    assert_ne!(reference_fp8(&quantized), reference_quantized(&quantized));
 }
 
 #[test]
@@ -284,10 +305,6 @@ fn bad_inputs_are_refused_before_any_device_is_opened() {
     );
 
     // Options that do not go together.
-    refused(
-        &attention(&files, &dir.join("p.npy"), &["--path", "bf16"]),
-        "--path bf16 picks a GPU kernel; --backend cpu runs the CPU reference",
-    );
     refused(
         &attention(&files, &dir.join("p.npy"), &["--kv-heads", "2"]),
         "cannot be used with",

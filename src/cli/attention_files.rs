@@ -6,14 +6,13 @@
 //! transposed: `files::qkv_from_quantized`). Every file is read and checked (shapes, dtypes,
 //! one format, finite values) before a device is opened; then the kernel runs, or with
 //! `--backend cpu` (or `auto` without a GPU) the CPU reference of the same quantized
-//! arithmetic, and O [B, H, Sq, D] is written as BF16 or F32 under the output rules
+//! arithmetic (with `--path wgmma-fp8`, the FP8 form's), and O [B, H, Sq, D] is written as BF16 or F32 under the output rules
 //! `quantize` and `dequantize` share (`check_tensor_output`).
 
 use super::attention::{Args, load_kernel};
 use super::dequantize::{is_quantized, quantized_of};
 use super::quantize::{
-    FileKind, NPY_OURS, QuantBackend, SAFETENSORS_OURS, check_tensor_output, file_kind,
-    open_device, producer,
+    FileKind, NPY_OURS, SAFETENSORS_OURS, check_tensor_output, file_kind, open_device, producer,
 };
 use crate::attention::files::shape_of;
 use crate::attention::kernel::KernelPath;
@@ -212,14 +211,6 @@ pub fn run(a: &Args) -> Result<ExitCode> {
     let Some(output) = &a.output else {
         bail!("--q needs --output: name the file O is written to");
     };
-    if a.backend == QuantBackend::Cpu
-        && let Some(p) = a.path
-    {
-        bail!(
-            "--path {} picks a GPU kernel; --backend cpu runs the CPU reference (leave one out)",
-            p.name()
-        );
-    }
     for (option, path) in files {
         check_input(option, path)?;
     }
@@ -239,10 +230,17 @@ pub fn run(a: &Args) -> Result<ExitCode> {
         p.check_format(qkv.format)?;
     }
 
+    // On the CPU, --path picks whose arithmetic the reference computes: wgmma-fp8's E4M3 form
+    // (reference_fp8) or, for every other path, the bf16 form (reference_quantized).
+    let fp8 = a.path.is_some_and(KernelPath::is_fp8);
     let gpu = open_device(
         a.backend,
-        "Running the CPU reference of the kernel's quantized arithmetic instead (the bf16 \
-         kernel's result, slower).",
+        if fp8 {
+            "Running the CPU reference of the FP8 path's arithmetic instead (slower)."
+        } else {
+            "Running the CPU reference of the kernel's quantized arithmetic instead (the bf16 \
+             kernels' result, slower)."
+        },
     )?;
     let (o, ran_on) = match &gpu {
         Some(backend) => {
@@ -253,6 +251,10 @@ pub fn run(a: &Args) -> Result<ExitCode> {
             let o = kernel.run(&qkv)?;
             (o, format!("cuda, kernel path {}", path.name()))
         }
+        None if fp8 => (
+            crate::attention::reference_fp8(&qkv),
+            "cpu reference of the FP8 arithmetic (docs/attention-fp8.md)".to_string(),
+        ),
         None => (
             crate::attention::reference_quantized(&qkv),
             "cpu reference".to_string(),
