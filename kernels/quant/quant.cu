@@ -56,6 +56,7 @@ struct Bytes32 {
 
 struct InF32 : Bytes32 {
     static constexpr int CHUNKS = 1, N = 8, UNROLL = 4;  // In::UNROLL: groups a thread loads
+    static constexpr bool BF16 = false;  // MXFP4 codes from bf16 pairs (mx_bf16_chunk)
     static __device__ __forceinline__ void widen(const Raw& r, float v[N]) {
         u32 w[8];
         words(r, w);
@@ -96,6 +97,7 @@ struct InF32 : Bytes32 {
 template <class Widen>
 struct In16 : Bytes32 {
     static constexpr int CHUNKS = 2, N = 16, UNROLL = UNROLL_16BIT_NV / 2;
+    static constexpr bool BF16 = Widen::BF16;
     static __device__ __forceinline__ void widen(const Raw& r, float v[N]) {
         u32 w[8];
         words(r, w);
@@ -125,10 +127,12 @@ struct In16 : Bytes32 {
 };
 
 struct Bf16Bits {
+    static constexpr bool BF16 = true;
     static __device__ __forceinline__ float f32(u32 h) { return bf16_bits_to_f32(h); }
 };
 
 struct F16Bits {
+    static constexpr bool BF16 = false;
     static __device__ __forceinline__ float f32(u32 h) { return f16_bits_to_f32(h); }
 };
 
@@ -212,6 +216,58 @@ __constant__ u32 kNibbleHi[6] = {1u << 10, 1u << 14, 1u << 18, 1u << 22, 1u << 2
 
 __device__ __forceinline__ u32 place_mag(u32 mag22, int i) {
     return i < 6 ? __umulhi(mag22, kNibbleHi[i]) : mag22 * (i == 6 ? 4u : 64u);
+}
+
+// x >> N as a multiply-high, on the FMA pipe (the integer ALU is what limits these kernels;
+// the multipliers sit in constant memory so the compiler cannot turn them back into shifts).
+__constant__ u32 kShrMul[10] = {0, 1u << 31, 1u << 30, 1u << 29, 1u << 28, 1u << 27, 1u << 26, 1u << 25, 1u << 24, 1u << 23};
+template <int N>
+__device__ __forceinline__ u32 shr(u32 x) { return __umulhi(x, kShrMul[N]); }
+
+// The E2M1 codes of the bf16 pair x times the power of two s (a bf16 pair), each a nibble (sign
+// at bit 3) at bit 6 of its half. |x|·s is exact but where it underflows, which only happens
+// to values that encode to zero either way; the sign is x's, so -0 and tiny negatives give 0x8.
+__device__ __forceinline__ u32 e2m1x2_bf16_scaled(u32 x, u32 s) {
+    const u32 y = bf16x2_fma(x & 0x7fff7fffu, s, 0u);
+    return e2m1_mag6_bf16x2(y) | (shr<6>(x) & 0x02000200u);
+}
+
+// The E2M1 codes of the bf16 pair x divided by a one-level NVFP4 block scale s (an E4M3 value;
+// rs = RN(1/s)), each a nibble (sign at bit 3) at bit 9 of its half. No division and no f32
+// grid: RN(|x|·rs) then RN to f16, whose error (< 2^-10.9 relative) is below the distance
+// (> 2^-8 relative) from any x/s to an E2M1 midpoint it does not equal, since x has 8 and
+// s 4 significant bits; a quotient equal to a midpoint lands on it exactly. So the codes are
+// those of the correctly rounded quotient (codes.rs tests this for every bf16 x and scale).
+__device__ __forceinline__ u32 e2m1x2_bf16_nv1(u32 x, float rs) {
+    const u32 a = x & 0x7fff7fffu;
+    const u32 y = f16x2_from_f32(__fmul_rn(__uint_as_float(a << 16), rs), __fmul_rn(__uint_as_float(a & 0xffff0000u), rs));
+    return e2m1_mag9_f16x2(y) | (shr<3>(x) & 0x10001000u);
+}
+
+// Four pairs of nibbles at bit B of each half (elements 0-7) as one word, element i at bits
+// 4i..4i+3: p0 >> B puts elements 0, 1 at bits 0 and 16, p1 >> (B - 8) elements 2, 3 at 8 and
+// 24; times 0x10010 (x << 16 plus x << 4) that word holds 0..3 in order in its high half.
+template <int B>
+__device__ __forceinline__ u32 e2m1x8_place_pairs(u32 p0, u32 p1, u32 p2, u32 p3) {
+    const u32 x01 = shr<B>(p0) + (B >= 8 ? shr<(B >= 8 ? B - 8 : 1)>(p1) : p1 << (8 - B));
+    const u32 x23 = shr<B>(p2) + (B >= 8 ? shr<(B >= 8 ? B - 8 : 1)>(p3) : p3 << (8 - B));
+    return __byte_perm(x01 * 0x10010u, x23 * 0x10010u, 0x7632);
+}
+
+// Chunk c's MXFP4 codes of a bf16 group, the elements times the power of two s2 (a bf16 pair),
+// two elements an instruction on the pairs as loaded: no widening, and about half the
+// instructions of the f32 path (encode8_mag) per element.
+__device__ __forceinline__ u32 mx_bf16_chunk(const Bytes32::Raw& r, int c, u32 s2) {
+    const uint4 q = c == 0 ? r.a : r.b;
+    return e2m1x8_place_pairs<6>(e2m1x2_bf16_scaled(q.x, s2), e2m1x2_bf16_scaled(q.y, s2),
+                                 e2m1x2_bf16_scaled(q.z, s2), e2m1x2_bf16_scaled(q.w, s2));
+}
+
+// Chunk c's one-level NVFP4 codes of a bf16 group, rs = RN(1/block scale) (e2m1x2_bf16_nv1).
+__device__ __forceinline__ u32 nv1_bf16_chunk(const Bytes32::Raw& r, int c, float rs) {
+    const uint4 q = c == 0 ? r.a : r.b;
+    return e2m1x8_place_pairs<9>(e2m1x2_bf16_nv1(q.x, rs), e2m1x2_bf16_nv1(q.y, rs),
+                                 e2m1x2_bf16_nv1(q.z, rs), e2m1x2_bf16_nv1(q.w, rs));
 }
 
 // The 8 magnitude codes of a chunk scaled by s, placed in a word (signs not included).
@@ -318,6 +374,54 @@ __device__ __forceinline__ void encode_group(const typename In::Raw& raw, const 
     }
 }
 
+// The codes of one group (CHUNKS words) under its block's finite scale byte `naive`; with
+// SEARCH, `byte` becomes the best byte of the window and the codes its codes. bf16 inputs
+// take the pair forms where they give the same codes (MXFP4; one-level NVFP4), the rest the
+// f32 values.
+template <class In, int FMT, bool SEARCH, u32 MODE, int TPB>
+__device__ __forceinline__ void group_codes(const typename In::Raw& raw, u32 naive, bool two_level, float t,
+                                            u32& byte, u32* words) {
+    constexpr int CHUNKS = In::CHUNKS;
+    if constexpr (FMT == MX && !SEARCH && In::BF16) {
+        const u32 s2 = e8m0_reciprocal_bf16x2(naive);
+#pragma unroll
+        for (int c = 0; c < CHUNKS; c++) words[c] = mx_bf16_chunk(raw, c, s2);
+    } else if constexpr (FMT == NV && !SEARCH && In::BF16 && MODE == 1) {
+        const float rs = __frcp_rn(e4m3_to_f32(naive));
+#pragma unroll
+        for (int c = 0; c < CHUNKS; c++) words[c] = nv1_bf16_chunk(raw, c, rs);
+    } else {
+        float v[In::N];
+        In::widen(raw, v);
+        BlockScale s = block_scale<FMT>(naive, two_level, t);
+        encode_group<In, FMT>(raw, v, s, words);
+        if (SEARCH) {
+            // Windowed search (mod.rs: search_candidates): MX tries e+1; NV tries the E4M3
+            // bytes within ±5, nearest first; a candidate wins only if strictly better. A
+            // candidate outside the scale range is evaluated as the naive scale (never better),
+            // so the loop stays uniform.
+            float best = block_sse<TPB, CHUNKS>(v, words, s.value);
+            const int steps = FMT == MX ? 1 : 10;
+            for (int k = 1; k <= steps; k++) {
+                int off = FMT == MX ? 1 : ((k + 1) / 2) * ((k & 1) ? -1 : 1);
+                int cand = (int)naive + off;
+                bool ok = FMT == MX ? (naive < 254u) : (cand >= 0x08 && cand <= 0x7e);
+                u32 c = ok ? (u32)cand : naive;
+                BlockScale cs = block_scale<FMT>(c, two_level, t);
+                u32 w[CHUNKS];
+                encode_group<In, FMT>(raw, v, cs, w);
+                float e = block_sse<TPB, CHUNKS>(v, w, cs.value);
+                if (ok && e < best) {
+                    best = e;
+                    byte = c;
+#pragma unroll
+                    for (int i = 0; i < CHUNKS; i++) words[i] = w[i];
+                }
+            }
+        }
+    }
+}
+
 // MODE is compile-time (one entry point per mode): a run-time mode would put a branch into
 // every group, which splits the unrolled groups into separately scheduled pieces. `chunks`
 // counts 8-element chunks (the host's unit for every input type).
@@ -356,8 +460,6 @@ __device__ __forceinline__ void quantize(const void* x, u32 chunks, u32* data, u
 #pragma unroll
         for (int u = 0; u < UNROLL; u++) {
             u64 g = base + (u64)u * blockDim.x;
-            float v[In::N];
-            In::widen(raw[u], v);
             u32 amax = In::amax(raw[u]);
 #pragma unroll
             for (int o = 1; o < TPB; o <<= 1) amax = max(amax, __shfl_xor_sync(0xffffffffu, amax, o));
@@ -368,33 +470,8 @@ __device__ __forceinline__ void quantize(const void* x, u32 chunks, u32* data, u
             // a stand-in scale (scale 1) and its results are replaced at the end.
             const bool nan_block = byte == nan_byte;
             const u32 naive = nan_block ? (FMT == MX ? 127u : 0x38u) : byte;
-            BlockScale s = block_scale<FMT>(naive, two_level, t);
             u32 words[CHUNKS];
-            encode_group<In, FMT>(raw[u], v, s, words);
-            if (SEARCH) {
-                // Windowed search (mod.rs: search_candidates): MX tries e+1; NV tries the E4M3
-                // bytes within ±5, nearest first; a candidate wins only if strictly better. A
-                // candidate outside the scale range is evaluated as the naive scale (never better),
-                // so the loop stays uniform.
-                float best = block_sse<TPB, CHUNKS>(v, words, s.value);
-                const int steps = FMT == MX ? 1 : 10;
-                for (int k = 1; k <= steps; k++) {
-                    int off = FMT == MX ? 1 : ((k + 1) / 2) * ((k & 1) ? -1 : 1);
-                    int cand = (int)naive + off;
-                    bool ok = FMT == MX ? (naive < 254u) : (cand >= 0x08 && cand <= 0x7e);
-                    u32 c = ok ? (u32)cand : naive;
-                    BlockScale cs = block_scale<FMT>(c, two_level, t);
-                    u32 w[CHUNKS];
-                    encode_group<In, FMT>(raw[u], v, cs, w);
-                    float e = block_sse<TPB, CHUNKS>(v, w, cs.value);
-                    if (ok && e < best) {
-                        best = e;
-                        byte = c;
-#pragma unroll
-                        for (int i = 0; i < CHUNKS; i++) words[i] = w[i];
-                    }
-                }
-            }
+            group_codes<In, FMT, SEARCH, MODE, TPB>(raw[u], naive, two_level, t, byte, words);
             if (nan_block) {
                 byte = nan_byte;
 #pragma unroll
