@@ -28,9 +28,15 @@ __device__ __forceinline__ float e2m1_grid(float v) {
 
 // The E2M1 magnitude code of v >= 0, shifted left by 22. The grid values times 2^-126 are
 // 2^-127 (0.5, an f32 subnormal), 2^-126 (1), ... 1.5·2^-124 (6), whose bit patterns are
-// exactly code << 22: the f32 encoding does the code assignment, one FMUL.
+// exactly code << 22: the f32 encoding does the code assignment. e2m1_grid in six steps,
+// three on the FMA pipe: v saturates first (at 6, which is on the grid); C = 2^22·max(binade,
+// 1) (the binade's bits plus 22 in the exponent, floored at 2^22: one add-and-max) has the
+// step as its ulp, and v + C stays in C's binade (v < 2·binade); (v + C)·2^-126 - C·2^-126,
+// exact in one FMA, is the grid value times 2^-126 (codes.rs: e2m1_encode_bits mirrors this).
 __device__ __forceinline__ u32 e2m1_mag22(float v) {
-    return __float_as_uint(__fmul_rn(e2m1_grid(v), 0x1p-126f));
+    const float m = fminf(v, 6.0f);
+    const float c = __uint_as_float(__viaddmax_u32(__float_as_uint(m) & 0x7f800000u, 22u << 23, 0x4a800000u));
+    return __float_as_uint(__fmaf_rn(__fadd_rn(m, c), 0x1p-126f, __fmul_rn(c, -0x1p-126f)));
 }
 
 // Nearest E2M1 code, ties to even, saturating, sign kept.
@@ -191,6 +197,15 @@ __device__ __forceinline__ float div_markstein(float a, float b, float rb) {
     float q1 = div_markstein_nonneg(a, b, rb);
     return __uint_as_float(__float_as_uint(q1) | (__float_as_uint(a) & 0x80000000u));
 }
+// RN(1/b) for b whose reciprocal is a normal number far from the ends of the range (every
+// E4M3 value from 2^-6 to 448; markstein_safe divisors): the fast path of __frcp_rn without its
+// range check (an approximate reciprocal, then one Newton step rounded once).
+__device__ __forceinline__ float rcp_rn_normal(float b) {
+    float r;
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(b));
+    return __fmaf_rn(r, -__fmaf_rn(b, r, -1.0f), r);
+}
+
 // a / b for per-block quantities (one call per group, not per element).
 __device__ __forceinline__ float div_rn(float a, float b, float rb) {
     float aa = fabsf(a);
