@@ -520,11 +520,30 @@ __device__ __forceinline__ void quantize_group(const typename In::Raw& raw, u64 
     }
 }
 
-// A compile-time flag a generic lambda can be called with.
-template <bool B>
-struct Flag {
-    static constexpr bool value = B;
-};
+// The UNROLL groups of a linear tile, base + u·QUANT_THREADS (CHECKED: quantize_group's).
+template <class In, int FMT, bool SEARCH, u32 MODE, int TPB, int UNROLL, bool CHECKED>
+__device__ __forceinline__ void tile_groups(const typename In::Raw (&raw)[UNROLL], u64 base, u32 groups, u32* data,
+                                            u8* scale, const TensorScale& ts) {
+#pragma unroll
+    for (int u = 0; u < UNROLL; u++) {
+        const u64 g = base + (u64)u * QUANT_THREADS;
+        quantize_group<In, FMT, SEARCH, MODE, TPB, CHECKED>(raw[u], g, g < groups, (g & (TPB - 1)) == 0,
+                                                            (u32)(g / TPB), data, scale, ts);
+    }
+}
+
+// The UNROLL groups of a lane in a band (Band): 4 blocks apart along the row, from group
+// `first`, whose scale goes at `off` (one tile of 4 columns further for each next group).
+template <class In, int FMT, bool SEARCH, u32 MODE, int TPB, int UNROLL, bool CHECKED>
+__device__ __forceinline__ void band_groups(const typename In::Raw (&raw)[UNROLL], const bool (&valid)[UNROLL],
+                                            u64 first, u32 off, u32* data, u8* scale, const TensorScale& ts) {
+    const bool scale_lane = threadIdx.x % TPB == 0;
+#pragma unroll
+    for (int u = 0; u < UNROLL; u++) {
+        quantize_group<In, FMT, SEARCH, MODE, TPB, CHECKED>(raw[u], first + (u64)u * (4 * TPB), valid[u], scale_lane,
+                                                            off + u * Band<TPB>::TILE_BYTES, data, scale, ts);
+    }
+}
 
 // NVFP4 two-level: the tensor scale from the finite amax the first kernel found (or the caller
 // gave). Read after the first tile's loads are issued: before them, the division (whose slow
@@ -563,16 +582,10 @@ __device__ __forceinline__ void quantize(const void* x, u32 chunks, u32* data, u
             const u64 base = cta * TILE + threadIdx.x;
             load_groups<In, UNROLL>(x, base, groups, raw);
             if (two_level && tile == blockIdx.x) ts = tensor_scale(tensor_amax);
-            auto groups_of_tile = [&, ts](auto checked) {
-#pragma unroll
-                for (int u = 0; u < UNROLL; u++) {
-                    const u64 g = base + (u64)u * QUANT_THREADS;
-                    quantize_group<In, FMT, SEARCH, MODE, TPB, decltype(checked)::value>(
-                        raw[u], g, g < groups, (g & (TPB - 1)) == 0, (u32)(g / TPB), data, scale, ts);
-                }
-            };
-            if (two_level && !ts.nice()) groups_of_tile(Flag<true>());
-            else groups_of_tile(Flag<false>());
+            if (two_level && !ts.nice())
+                tile_groups<In, FMT, SEARCH, MODE, TPB, UNROLL, true>(raw, base, groups, data, scale, ts);
+            else
+                tile_groups<In, FMT, SEARCH, MODE, TPB, UNROLL, false>(raw, base, groups, data, scale, ts);
         }
     } else {
         // Bands of rows (Band); the row index of a lane's groups is fixed for a band, so the
@@ -594,17 +607,12 @@ __device__ __forceinline__ void quantize(const void* x, u32 chunks, u32* data, u
                 raw[u] = valid[u] ? In::load(x, (u64)row * row_groups + gcol) : In::zero();
             }
             if (two_level && b == blockIdx.x) ts = tensor_scale(tensor_amax);
-            const u32 row_off = B::row_offset(row, geom) + gi / TPB;
-            auto groups_of_band = [&, ts](auto checked) {
-#pragma unroll
-                for (int u = 0; u < UNROLL; u++) {
-                    const u64 g = (u64)row * row_groups + (tile0 + u) * (4 * TPB) + gi;
-                    quantize_group<In, FMT, SEARCH, MODE, TPB, decltype(checked)::value>(
-                        raw[u], g, valid[u], gi % TPB == 0, row_off + (tile0 + u) * B::TILE_BYTES, data, scale, ts);
-                }
-            };
-            if (two_level && !ts.nice()) groups_of_band(Flag<true>());
-            else groups_of_band(Flag<false>());
+            const u64 first = (u64)row * row_groups + tile0 * (4 * TPB) + gi;
+            const u32 row_off = B::row_offset(row, geom) + gi / TPB + tile0 * B::TILE_BYTES;
+            if (two_level && !ts.nice())
+                band_groups<In, FMT, SEARCH, MODE, TPB, UNROLL, true>(raw, valid, first, row_off, data, scale, ts);
+            else
+                band_groups<In, FMT, SEARCH, MODE, TPB, UNROLL, false>(raw, valid, first, row_off, data, scale, ts);
         }
     }
     if (two_level && blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0) *tensor_scale_out = ts.t;
