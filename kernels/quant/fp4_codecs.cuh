@@ -28,15 +28,9 @@ __device__ __forceinline__ float e2m1_grid(float v) {
 
 // The E2M1 magnitude code of v >= 0, shifted left by 22. The grid values times 2^-126 are
 // 2^-127 (0.5, an f32 subnormal), 2^-126 (1), ... 1.5·2^-124 (6), whose bit patterns are
-// exactly code << 22: the f32 encoding does the code assignment. e2m1_grid in six steps,
-// three on the FMA pipe: v saturates first (at 6, which is on the grid); C = 2^22·max(binade,
-// 1) (the binade's bits plus 22 in the exponent, floored at 2^22: one add-and-max) has the
-// step as its ulp, and v + C stays in C's binade (v < 2·binade); (v + C)·2^-126 - C·2^-126,
-// exact in one FMA, is the grid value times 2^-126 (codes.rs: e2m1_encode_bits mirrors this).
+// exactly code << 22: the f32 encoding does the code assignment, one FMUL.
 __device__ __forceinline__ u32 e2m1_mag22(float v) {
-    const float m = fminf(v, 6.0f);
-    const float c = __uint_as_float(__viaddmax_u32(__float_as_uint(m) & 0x7f800000u, 22u << 23, 0x4a800000u));
-    return __float_as_uint(__fmaf_rn(__fadd_rn(m, c), 0x1p-126f, __fmul_rn(c, -0x1p-126f)));
+    return __float_as_uint(__fmul_rn(e2m1_grid(v), 0x1p-126f));
 }
 
 // Nearest E2M1 code, ties to even, saturating, sign kept.

@@ -81,20 +81,15 @@ struct InF32 : Bytes<4> {
         for (int i = 0; i < 16; i++) v[i] = __uint_as_float(w[i]);
     }
     static __device__ __forceinline__ u32 signs(const Raw&, int) { return 0; }
-    // max |x| by max.NaN on the magnitudes (the abs folds into the compare), as a tree (a chain
-    // of 15 dependent compares slowed the tensor-amax pass): the same value as the integer
-    // maximum of the magnitude bits, NaN (canonical, above +inf) if any is.
+    // max |x| by max.NaN on the magnitudes (the abs folds into the compare): the same value
+    // as the integer maximum of the magnitude bits, NaN (canonical, above +inf) if any is.
     static __device__ __forceinline__ u32 amax(const Raw& r) {
         u32 w[16];
         words(r, w);
-        float m[16];
+        float m = fabsf(__uint_as_float(w[0]));
 #pragma unroll
-        for (int i = 0; i < 16; i++) m[i] = fabsf(__uint_as_float(w[i]));
-#pragma unroll
-        for (int i = 0; i < 8; i++) m[i] = fmax_nan(m[i], m[i + 8]);
-#pragma unroll
-        for (int i = 0; i < 4; i++) m[i] = fmax_nan(m[i], m[i + 4]);
-        return __float_as_uint(fmax_nan(fmax_nan(m[0], m[2]), fmax_nan(m[1], m[3])));
+        for (int i = 1; i < 16; i++) m = fmax_nan(m, fabsf(__uint_as_float(w[i])));
+        return __float_as_uint(m);
     }
 };
 
@@ -185,7 +180,7 @@ __device__ __forceinline__ u32 mx_scale(u32 mode, u32 amax) {
 // has a normal reciprocal. One level: t = 1.
 struct TensorScale {
     float t, rt;
-    __device__ __forceinline__ bool nice() const { return t >= 0x1p-40f && t <= 0x1p40f; }
+    bool nice;
 };
 
 // NVFP4 block scale byte: (amax/6) [/ tensor scale], clamped, E4M3 (scale.rs: nv_scale). The
@@ -193,13 +188,11 @@ struct TensorScale {
 // outside its result (within an ulp) clamps the same, so one level and a nice t skip div_rn's
 // checks (a nice t's quotient is taken of amax/6 capped at 2^80, which cannot overflow and
 // still clamps to 448).
-// CHECKED: two-level with a t that is not nice (the caller branches once, not per block).
-template <bool CHECKED>
 __device__ __forceinline__ u32 nv_scale(u32 amax, bool two_level, const TensorScale& ts) {
     if (amax >= F32_INF_BITS) return E4M3_NAN;
     const float a = __uint_as_float(amax), sixth = __uint_as_float(0x3e2aaaabu);
     if (!two_level) return e4m3_clamp_round(div_markstein_nonneg(a, 6.0f, sixth));
-    if (!CHECKED) {
+    if (ts.nice) {
         const float bs = fminf(div_markstein_nonneg(a, 6.0f, sixth), 0x1p80f);
         return e4m3_clamp_round(div_markstein_nonneg(bs, ts.t, ts.rt));
     }
@@ -218,7 +211,7 @@ struct BlockScale {
     bool fast;
 };
 
-template <int FMT, bool CHECKED>
+template <int FMT>
 __device__ __forceinline__ BlockScale block_scale(u32 byte, bool two_level, const TensorScale& ts) {
     BlockScale s;
     if (FMT == MX) {
@@ -229,10 +222,9 @@ __device__ __forceinline__ BlockScale block_scale(u32 byte, bool two_level, cons
         float blk = e4m3_to_f32(byte);
         s.value = two_level ? __fmul_rn(ts.t, blk) : blk;
         s.mul_or_div = s.value;
-        // The reciprocal serves Markstein's division only: where that is not safe (checked
-        // path only) the elements take the IEEE division and rcp goes unused.
-        s.fast = !(two_level && CHECKED) || markstein_safe(s.value);
-        s.rcp = rcp_rn_normal(s.value);
+        const bool checked = two_level && !ts.nice;
+        s.fast = !checked || markstein_safe(s.value);
+        s.rcp = checked ? __frcp_rn(s.value) : rcp_rn_normal(s.value);
     }
     return s;
 }
@@ -247,7 +239,7 @@ struct Eight {
 __device__ __noinline__ u32 encode8_div_ieee(Eight e, float total) {
     u32 word = 0;
 #pragma unroll
-    for (int i = 0; i < 8; i++) word |= e2m1_encode(div_ieee(e.v[i], total)) << (4 * i);
+    for (int i = 0; i < 8; i++) word |= e2m1_encode(__fdiv_rn(e.v[i], total)) << (4 * i);
     return word;
 }
 
@@ -383,37 +375,22 @@ __device__ __forceinline__ u32 fast_div(u32 n, const ScaleGeom& s) {
     return __umulhi(n << 1, s.magic) >> s.shift;
 }
 
-// The tiled layouts give each CTA a band of rows instead of a run of consecutive groups, so
-// that a warp's scale bytes fill whole 32-byte sectors (the byte stores of a warp spread over
-// 4-byte pieces of many sectors made the L2 the limit). A band is the RW = 8 / TPB rows whose
-// scales share a sector: 128x4 puts rows r and r + 1 (r even) at (r % 32)·16 and the rows 32,
-// 64 and 96 further at +4, +8, +12, so an NVFP4 band is {r, r+1, r+32, r+33, .. r+97} and an
-// MXFP4 band {r, r+32, r+64, r+96} (half a sector, 16 bytes); 8x4 keeps rows 8i..8i+7 in 32
-// bytes. A warp takes 4·UNROLL blocks of each row of its band (4·TPB lanes a row, 16 elements a
-// lane), its lanes' UNROLL groups 4 blocks apart; a CTA's warps take neighbouring columns, a
-// CTA QUANT_THREADS / 32 · 4·UNROLL blocks of its band (the host's grid: tiled_grid in
-// src/quant/cuda.rs, bands along x, column spans along y).
-template <int TPB>
-struct Band {
-    static constexpr int RW = 8 / TPB;
-    // Row ri of band b.
-    static __device__ __forceinline__ u32 row(u32 b, u32 ri) {
-        if (SCALE_LAYOUT == 1)
-            return RW == 8 ? (b >> 4) * 128u + (b & 15u) * 2u + (ri & 1u) + (ri >> 1) * 32u
-                           : (b >> 5) * 128u + (b & 31u) + ri * 32u;
-        return b * RW + ri;
-    }
-    static __device__ __forceinline__ u32 count(u32 rows) {
-        return SCALE_LAYOUT == 1 ? (rows + 127u) / 128u * (128u / RW) : (rows + RW - 1) / RW;
-    }
-    // The byte offset of row `row`, column 0, and of one more tile of 4 columns (layout.rs:
-    // ScaleGrid::offset).
-    static __device__ __forceinline__ u32 row_offset(u32 row, const ScaleGeom& s) {
-        return SCALE_LAYOUT == 1 ? (row >> 7) * s.row_tile_bytes + (row & 31u) * 16u + ((row >> 5) & 3u) * 4u
-                                 : (row >> 3) * s.row_tile_bytes + (row & 7u) * 4u;
-    }
-    static constexpr u32 TILE_BYTES = SCALE_LAYOUT == 1 ? 512u : 32u;
-};
+// Byte offset of block b's scale (b = row * cols + col; layout.rs: ScaleGrid::offset), with
+// the masks and shifts of the formula folded into multiplies (32-bit wrapping arithmetic, exact
+// since the offset fits): with t = row / 128 and q = row % 128, 128x4's
+// t·RT + (q % 32)·16 + (q / 32)·4 + (col / 4)·512 + col % 4 is
+// t·(RT − 2048) + row·16 − ((row / 32) % 4)·508 + col·128 − (col % 4)·127, and 8x4's
+// (row / 8)·RT + (row % 8)·4 + (col / 4)·32 + col % 4 is (row / 8)·(RT − 32) + row·4 + col·8 −
+// (col % 4)·7. Multiplies run on the FMA pipe; the integer ALU is what limits these kernels.
+__device__ __forceinline__ u32 scale_offset(u32 b, const ScaleGeom& s) {
+    if (SCALE_LAYOUT == 0) return b;
+    const u32 row = fast_div(b, s);
+    const u32 col = b - row * s.cols;
+    if (SCALE_LAYOUT == 1)
+        return (row >> 7) * (s.row_tile_bytes - 2048u) + row * 16u - ((row >> 5) & 3u) * 508u + col * 128u -
+               (col & 3u) * 127u;
+    return (row >> 3) * (s.row_tile_bytes - 32u) + row * 4u + col * 8u - (col & 3u) * 7u;
+}
 
 // The UNROLL groups base, base + blockDim.x, ... of this thread, all loads issued before
 // any value is used; groups past the end read as zeros.
@@ -441,7 +418,7 @@ __device__ __forceinline__ void encode_group(const typename In::Raw& raw, const 
 // SEARCH, `byte` becomes the best byte of the window and the codes its codes. bf16 inputs
 // take the pair forms where they give the same codes (MXFP4; one-level NVFP4), the rest the
 // f32 values.
-template <class In, int FMT, bool SEARCH, u32 MODE, int TPB, bool CHECKED>
+template <class In, int FMT, bool SEARCH, u32 MODE, int TPB>
 __device__ __forceinline__ void group_codes(const typename In::Raw& raw, u32 naive, bool two_level, const TensorScale& ts,
                                             u32& byte, u32* words) {
     constexpr int CHUNKS = In::CHUNKS;
@@ -456,7 +433,7 @@ __device__ __forceinline__ void group_codes(const typename In::Raw& raw, u32 nai
     } else {
         float v[In::N];
         In::widen(raw, v);
-        BlockScale s = block_scale<FMT, CHECKED>(naive, two_level, ts);
+        BlockScale s = block_scale<FMT>(naive, two_level, ts);
         encode_group<In, FMT>(raw, v, s, words);
         if (SEARCH) {
             // Windowed search (mod.rs: search_candidates): MX tries e+1; NV tries the E4M3
@@ -470,7 +447,7 @@ __device__ __forceinline__ void group_codes(const typename In::Raw& raw, u32 nai
                 int cand = (int)naive + off;
                 bool ok = FMT == MX ? (naive < 254u) : (cand >= 0x08 && cand <= 0x7e);
                 u32 c = ok ? (u32)cand : naive;
-                BlockScale cs = block_scale<FMT, CHECKED>(c, two_level, ts);
+                BlockScale cs = block_scale<FMT>(c, two_level, ts);
                 u32 w[CHUNKS];
                 encode_group<In, FMT>(raw, v, cs, w);
                 float e = block_sse<TPB, CHUNKS>(v, w, cs.value);
@@ -485,137 +462,73 @@ __device__ __forceinline__ void group_codes(const typename In::Raw& raw, u32 nai
     }
 }
 
-// One group: its block's scale from the maximum over the block's lanes, its codes, and the
-// stores (valid: the group lies in the tensor; scale_lane: this lane stores the block's scale
-// byte, at scale_off). Every lane runs it: the shuffles take the whole warp.
-template <class In, int FMT, bool SEARCH, u32 MODE, int TPB, bool CHECKED>
-__device__ __forceinline__ void quantize_group(const typename In::Raw& raw, u64 g, bool valid, bool scale_lane,
-                                               u32 scale_off, u32* data, u8* scale, const TensorScale& ts) {
-    constexpr int CHUNKS = In::CHUNKS;
-    const bool two_level = FMT == NV && MODE == 2;
-    u32 amax = In::amax(raw);
-#pragma unroll
-    for (int o = 1; o < TPB; o <<= 1) amax = max(amax, __shfl_xor_sync(0xffffffffu, amax, o));
-    u32 byte = FMT == MX ? mx_scale(MODE, amax) : nv_scale<CHECKED>(amax, two_level, ts);
-    const u32 nan_byte = FMT == MX ? E8M0_NAN : E4M3_NAN;
-    // Every lane runs the same instructions from here on: block_sse shuffles across the warp
-    // with a full mask, so no lane may branch around it. A NaN block is encoded with a
-    // stand-in scale (scale 1) and its results are replaced at the end.
-    const bool nan_block = byte == nan_byte;
-    const u32 naive = nan_block ? (FMT == MX ? 127u : 0x38u) : byte;
-    u32 words[CHUNKS];
-    group_codes<In, FMT, SEARCH, MODE, TPB, CHECKED>(raw, naive, two_level, ts, byte, words);
-    if (nan_block) {
-        byte = nan_byte;
-#pragma unroll
-        for (int i = 0; i < CHUNKS; i++) words[i] = 0;
-    }
-    if (valid) {
-        if (CHUNKS == 2) {
-            __stcs(reinterpret_cast<uint2*>(data) + g, make_uint2(words[0], words[CHUNKS - 1]));
-        } else {
-            __stcs(data + g, words[0]);
-        }
-        if (scale_lane) scale[scale_off] = (u8)byte;
-    }
-}
-
-// The UNROLL groups of a linear tile, base + u·QUANT_THREADS (CHECKED: quantize_group's).
-template <class In, int FMT, bool SEARCH, u32 MODE, int TPB, int UNROLL, bool CHECKED>
-__device__ __forceinline__ void tile_groups(const typename In::Raw (&raw)[UNROLL], u64 base, u32 groups, u32* data,
-                                            u8* scale, const TensorScale& ts) {
-#pragma unroll
-    for (int u = 0; u < UNROLL; u++) {
-        const u64 g = base + (u64)u * QUANT_THREADS;
-        quantize_group<In, FMT, SEARCH, MODE, TPB, CHECKED>(raw[u], g, g < groups, (g & (TPB - 1)) == 0,
-                                                            (u32)(g / TPB), data, scale, ts);
-    }
-}
-
-// The UNROLL groups of a lane in a band (Band): 4 blocks apart along the row, from group
-// `first`, whose scale goes at `off` (one tile of 4 columns further for each next group).
-template <class In, int FMT, bool SEARCH, u32 MODE, int TPB, int UNROLL, bool CHECKED>
-__device__ __forceinline__ void band_groups(const typename In::Raw (&raw)[UNROLL], const bool (&valid)[UNROLL],
-                                            u64 first, u32 off, u32* data, u8* scale, const TensorScale& ts) {
-    const bool scale_lane = threadIdx.x % TPB == 0;
-#pragma unroll
-    for (int u = 0; u < UNROLL; u++) {
-        quantize_group<In, FMT, SEARCH, MODE, TPB, CHECKED>(raw[u], first + (u64)u * (4 * TPB), valid[u], scale_lane,
-                                                            off + u * Band<TPB>::TILE_BYTES, data, scale, ts);
-    }
-}
-
-// NVFP4 two-level: the tensor scale from the finite amax the first kernel found (or the caller
-// gave). Read after the first tile's loads are issued: before them, the division (whose slow
-// paths are calls) kept every load of x waiting for the amax load.
-__device__ __forceinline__ TensorScale tensor_scale(const u32* tensor_amax) {
-    const u32 ab = *tensor_amax;
-    TensorScale ts;
-    ts.t = ab == 0 ? 1.0f : __fdiv_rn(__uint_as_float(ab), 2688.0f);
-    ts.rt = __frcp_rn(ts.t);
-    return ts;
-}
-
 // MODE is compile-time (one entry point per mode): a run-time mode would put a branch into
 // every group, which splits the unrolled groups into separately scheduled pieces. `chunks`
 // counts 8-element chunks (the host's unit for every input type).
 template <class In, int FMT, bool SEARCH, u32 MODE>
 __device__ __forceinline__ void quantize(const void* x, u32 chunks, u32* data, u8* scale,
                                          const u32* tensor_amax, float* tensor_scale_out, ScaleGeom geom) {
+    constexpr u32 mode = MODE;
+    constexpr int CHUNKS = In::CHUNKS;
     constexpr int TPB = (FMT == MX ? 32 : 16) / In::N;  // lanes per quantization block
-    const u32 groups = chunks / In::CHUNKS;
-    const bool two_level = FMT == NV && MODE == 2;
-    TensorScale ts{1.0f, 1.0f};
+    const u32 groups = chunks / CHUNKS;
+    // NVFP4 two-level (mode 2): the tensor scale, from the finite amax the first kernel found
+    // (or the caller gave), is computed after the first tile's loads are issued and written
+    // out at the end: before them, the division (whose slow paths are calls) and the store
+    // (which may alias x) kept every load of x waiting for the amax load.
+    const bool two_level = FMT == NV && mode == 2;
+    TensorScale ts{1.0f, 1.0f, true};
     // Groups a thread loads at once.
     constexpr int UNROLL = FMT == MX ? In::UNROLL_MX : In::UNROLL;
-    typename In::Raw raw[UNROLL];
-    if constexpr (SCALE_LAYOUT == 0) {
-        // Tiles of QUANT_THREADS·UNROLL groups; a CTA takes tiles blockIdx.x, + gridDim.x, ...
-        // (the host launches one CTA per tile unless FP4PROBE_QUANT_CTAS_PER_SM caps the grid).
-        // The tile size is a compile-time power of two: with blockDim.x it was a 64-bit
-        // division ahead of every load. Two-level: tiles are taken from the tensor's end,
-        // which the amax pass (finite_amax) read last and left in L2.
-        constexpr u32 TILE = QUANT_THREADS * UNROLL;
-        const u32 tiles = groups / TILE + (groups % TILE != 0);
-        for (u32 tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-            const u64 cta = two_level ? tiles - 1 - tile : tile;
-            const u64 base = cta * TILE + threadIdx.x;
-            load_groups<In, UNROLL>(x, base, groups, raw);
-            if (two_level && tile == blockIdx.x) ts = tensor_scale(tensor_amax);
-            if (two_level && !ts.nice())
-                tile_groups<In, FMT, SEARCH, MODE, TPB, UNROLL, true>(raw, base, groups, data, scale, ts);
-            else
-                tile_groups<In, FMT, SEARCH, MODE, TPB, UNROLL, false>(raw, base, groups, data, scale, ts);
+    // Tiles of QUANT_THREADS·UNROLL groups; a CTA takes tiles blockIdx.x, + gridDim.x, ... (the
+    // host launches one CTA per tile unless FP4PROBE_QUANT_CTAS_PER_SM caps the grid). The
+    // tile size is a compile-time power of two: with blockDim.x it was a 64-bit division
+    // ahead of every load. Two-level: tiles are taken from the tensor's end, which the amax
+    // pass (finite_amax) read last and left in L2.
+    constexpr u32 TILE = QUANT_THREADS * UNROLL;
+    const u32 tiles = groups / TILE + (groups % TILE != 0);
+    for (u32 tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+        const u64 cta = two_level ? tiles - 1 - tile : tile;
+        const u64 base = cta * TILE + threadIdx.x;
+        typename In::Raw raw[UNROLL];
+        load_groups<In, UNROLL>(x, base, groups, raw);
+        if (two_level && tile == blockIdx.x) {
+            const u32 ab = *tensor_amax;
+            ts.t = ab == 0 ? 1.0f : __fdiv_rn(__uint_as_float(ab), 2688.0f);
+            ts.rt = __frcp_rn(ts.t);
+            ts.nice = ts.t >= 0x1p-40f && ts.t <= 0x1p40f;
         }
-    } else {
-        // Bands of rows (Band); the row index of a lane's groups is fixed for a band, so the
-        // offsets are a row part and a column part, no division a group.
-        typedef Band<TPB> B;
-        const u32 row_groups = geom.cols * TPB;
-        const u32 rows = fast_div(groups / TPB, geom);
-        const u32 bands = B::count(rows);
-        const u32 lane = threadIdx.x & 31u, ri = lane / (4 * TPB), gi = lane % (4 * TPB);
-        const u32 span = two_level ? gridDim.y - 1 - blockIdx.y : blockIdx.y;
-        const u32 tile0 = (span * (QUANT_THREADS / 32) + (threadIdx.x >> 5)) * UNROLL;  // (column / 4) of group 0
-        for (u32 b = blockIdx.x; b < bands; b += gridDim.x) {
-            const u32 row = B::row(two_level ? bands - 1 - b : b, ri);
-            bool valid[UNROLL];
 #pragma unroll
-            for (int u = 0; u < UNROLL; u++) {
-                const u32 gcol = (tile0 + u) * (4 * TPB) + gi;
-                valid[u] = row < rows && gcol < row_groups;
-                raw[u] = valid[u] ? In::load(x, (u64)row * row_groups + gcol) : In::zero();
+        for (int u = 0; u < UNROLL; u++) {
+            u64 g = base + (u64)u * blockDim.x;
+            u32 amax = In::amax(raw[u]);
+#pragma unroll
+            for (int o = 1; o < TPB; o <<= 1) amax = max(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+            u32 byte = FMT == MX ? mx_scale(mode, amax) : nv_scale(amax, two_level, ts);
+            const u32 nan_byte = FMT == MX ? E8M0_NAN : E4M3_NAN;
+            // Every lane runs the same instructions from here on: block_sse shuffles across the
+            // warp with a full mask, so no lane may branch around it. A NaN block is encoded with
+            // a stand-in scale (scale 1) and its results are replaced at the end.
+            const bool nan_block = byte == nan_byte;
+            const u32 naive = nan_block ? (FMT == MX ? 127u : 0x38u) : byte;
+            u32 words[CHUNKS];
+            group_codes<In, FMT, SEARCH, MODE, TPB>(raw[u], naive, two_level, ts, byte, words);
+            if (nan_block) {
+                byte = nan_byte;
+#pragma unroll
+                for (int i = 0; i < CHUNKS; i++) words[i] = 0;
             }
-            if (two_level && b == blockIdx.x) ts = tensor_scale(tensor_amax);
-            const u64 first = (u64)row * row_groups + tile0 * (4 * TPB) + gi;
-            const u32 row_off = B::row_offset(row, geom) + gi / TPB + tile0 * B::TILE_BYTES;
-            if (two_level && !ts.nice())
-                band_groups<In, FMT, SEARCH, MODE, TPB, UNROLL, true>(raw, valid, first, row_off, data, scale, ts);
-            else
-                band_groups<In, FMT, SEARCH, MODE, TPB, UNROLL, false>(raw, valid, first, row_off, data, scale, ts);
+            if (g < groups) {
+                if (CHUNKS == 2) {
+                    __stcs(reinterpret_cast<uint2*>(data) + g, make_uint2(words[0], words[CHUNKS - 1]));
+                } else {
+                    __stcs(data + g, words[0]);
+                }
+                if ((g & (TPB - 1)) == 0) scale[scale_offset((u32)(g / TPB), geom)] = (u8)byte;
+            }
         }
     }
-    if (two_level && blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0) *tensor_scale_out = ts.t;
+    if (two_level && blockIdx.x == 0 && threadIdx.x == 0) *tensor_scale_out = ts.t;
 }
 
 // Maximum |x| over the finite elements, as f32 bits, into *out (zeroed by the caller). Each
@@ -663,46 +576,38 @@ __device__ __forceinline__ void finite_amax(const void* x, u32 chunks, u32* out)
 }
 
 // Resident 256-thread CTAs per SM the compiler must leave registers for (__launch_bounds__),
-// per entry. bf16 inputs gain from more resident warps to hide the latency of their longer
-// per-byte arithmetic: on the H100 (tests/gpu/run-quant-occupancy-experiment.sh, NVRTC 13.0,
-// before the pair encoders) MXFP4 +4% at 8 CTAs (32 registers) and NVFP4 +3% at 5 (48); on the
-// H200 (reports/sm_90/quant) 4 and 5 CTAs gave two-level NVFP4 the same speed, and at 5 its
-// tiled entries spill around the IEEE division's calls, so it takes 4 (64 registers). f32
-// inputs lose under any cap (spills on the H100; on the H200 one-level NVFP4 -2% at 4 CTAs);
-// the search kernels and f16 inputs (not measured) would spill too. Everything else, and
-// other GPUs, keep the compiler's choice. For tuning (FP4PROBE_QUANT_DEFINES,
+// per entry. Measured on the H100 (tests/gpu/run-quant-occupancy-experiment.sh, NVRTC 13.0,
+// two interleaved rounds): bf16 inputs gain from more resident warps to hide the latency of
+// their longer per-byte arithmetic, MXFP4 +4% at 8 CTAs (32 registers) and NVFP4 +3% at 5
+// (48 registers; at 6 and 8 it gains less or loses). f32 inputs lose 2-25% under any cap
+// (spills); the search kernels and f16 inputs (not measured) would spill too. Everything
+// else, and other GPUs, keep the compiler's choice. For tuning (FP4PROBE_QUANT_DEFINES,
 // src/quant/cuda.rs): QUANT_MIN_BLOCKS sets one value for every entry; QUANT_MIN_BLOCKS_F32,
-// _BF16_MX, _BF16_NV1 and _BF16_NV2 the value of the quantization entries of those inputs and
-// formats.
+// _BF16_MX and _BF16_NV the value of the quantization entries of those inputs and formats.
 #ifndef QUANT_MIN_BLOCKS_F32
 #define QUANT_MIN_BLOCKS_F32 1
 #endif
 #ifndef QUANT_MIN_BLOCKS_BF16_MX
 #define QUANT_MIN_BLOCKS_BF16_MX (__CUDA_ARCH__ == 900 ? 8 : 1)
 #endif
-#ifndef QUANT_MIN_BLOCKS_BF16_NV1
-#define QUANT_MIN_BLOCKS_BF16_NV1 (__CUDA_ARCH__ == 900 ? 5 : 1)
+#ifndef QUANT_MIN_BLOCKS_BF16_NV
+#define QUANT_MIN_BLOCKS_BF16_NV (__CUDA_ARCH__ == 900 ? 5 : 1)
 #endif
-#ifndef QUANT_MIN_BLOCKS_BF16_NV2
-#define QUANT_MIN_BLOCKS_BF16_NV2 (__CUDA_ARCH__ == 900 ? 4 : 1)
-#endif
-template <class In, int FMT, bool SEARCH, u32 MODE>
+template <class In, int FMT, bool SEARCH>
 struct MinBlocks {
 #ifdef QUANT_MIN_BLOCKS
     static constexpr int value = QUANT_MIN_BLOCKS;
 #else
-    static constexpr int value = SEARCH               ? 1
-                                 : In::BF16 && FMT == MX ? QUANT_MIN_BLOCKS_BF16_MX
-                                 : In::BF16 && MODE == 1 ? QUANT_MIN_BLOCKS_BF16_NV1
-                                 : In::BF16              ? QUANT_MIN_BLOCKS_BF16_NV2
-                                 : In::SIGNED_MAGS       ? QUANT_MIN_BLOCKS_F32
-                                                         : 1;
+    static constexpr int value = SEARCH    ? 1
+                                 : In::BF16 ? (FMT == MX ? QUANT_MIN_BLOCKS_BF16_MX : QUANT_MIN_BLOCKS_BF16_NV)
+                                 : In::SIGNED_MAGS ? QUANT_MIN_BLOCKS_F32
+                                                   : 1;
 #endif
 };
 
 // MXFP4 modes: 0 floor, 1 ceil, 2 even, 3 rceil; NVFP4: 1 one-level, 2 two-level.
 #define QUANT_ENTRY(NAME, IN, FMT, SEARCH, MODE)                                                 \
-    extern "C" __global__ void __launch_bounds__(QUANT_THREADS, (MinBlocks<IN, FMT, SEARCH, MODE>::value)) \
+    extern "C" __global__ void __launch_bounds__(QUANT_THREADS, (MinBlocks<IN, FMT, SEARCH>::value)) \
         NAME(const void* x, u32 chunks, u32* data, u8* scale, const u32* tensor_amax,           \
              float* tensor_scale_out, u32 cols, u32 magic, u32 shift, u32 row_tile_bytes) {     \
         quantize<IN, FMT, SEARCH, MODE>(x, chunks, data, scale, tensor_amax, tensor_scale_out,   \

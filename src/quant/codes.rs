@@ -40,19 +40,19 @@ pub fn e2m1_encode(v: f32) -> u8 {
     sign | mag
 }
 
-/// `e2m1_encode` the way the CUDA kernels compute it (fp4_codecs.cuh: e2m1_mag22), mostly on
-/// the FMA pipes. The E2M1 step is q = 0.5 below 2, 1 in [2,4), 2 in [4,8): |v| saturates at
-/// 6 (a grid value) first; adding C = 2^22·max(binade, 1), whose ulp is q, rounds it to a
-/// multiple of q in one IEEE rounding (ties to even; the sum stays in C's binade), and
-/// (|v| + C)·2^-126 - C·2^-126, exact in one FMA, is the grid value r times 2^-126, whose bits
-/// (2^-127 for 0.5, an f32 subnormal, up to 1.5·2^-124 for 6) are the code << 22. Tested equal
-/// to `e2m1_encode` on every f32 from 0 to 16 (step 3) and the edges; NaN is never encoded (a
-/// NaN block takes the NaN scale and zero codes before this is reached).
+/// `e2m1_encode` the way the CUDA kernels compute it (fp4_codecs.cuh: e2m1_grid, e2m1_mag22),
+/// mostly on the FMA pipes. The E2M1 step is q = 0.5 below 2, 1 in [2,4), 2 in [4,8); adding
+/// C = 1.5·2^22·max(binade(|v|), 1), whose ulp is q, rounds |v| to a multiple of q in one IEEE
+/// rounding (ties to even), and subtracting C gives the grid value r, saturated at 6. The bits
+/// of r·2^-126 (2^-127 for 0.5, an f32 subnormal, up to 1.5·2^-124 for 6) are the code << 22.
+/// Tested equal to `e2m1_encode` on every f32 from 0 to 16 (step 3) and the edges; NaN is
+/// never encoded (a NaN block takes the NaN scale and zero codes before this is reached).
 pub fn e2m1_encode_bits(v: f32) -> u8 {
-    let m = v.abs().min(6.0);
-    let c = f32::from_bits(((m.to_bits() & 0x7F80_0000) + (22 << 23)).max(0x4A80_0000));
-    let two_m126 = f32::from_bits(0x0080_0000);
-    let mag = (m + c).mul_add(two_m126, c * -two_m126).to_bits() >> 22;
+    let a = v.abs();
+    let binade = f32::from_bits((a.to_bits() & 0x7F80_0000).max(0x3F80_0000));
+    let c = binade * 6_291_456.0;
+    let r = ((a + c) - c).min(6.0);
+    let mag = (r * f32::from_bits(0x0080_0000)).to_bits() >> 22;
     (((v.to_bits() >> 28) & 8) | mag) as u8
 }
 

@@ -129,23 +129,6 @@ pub fn compile(arch: &str, layout: ScaleLayout) -> Result<nvrtc::Compiled> {
     nvrtc::compile(SOURCE, "quant.cu", &options, Output::Cubin)
 }
 
-/// The grid of the tiled-layout kernels (quant.cu: Band): bands of 8 / TPB rows (TPB = the
-/// lanes of a block, 16 elements each) along x, spans of 8 warps × 4·UNROLL blocks of a row along
-/// y, where UNROLL = `unroll` / 2 groups a thread.
-fn tiled_grid(grid: &ScaleGrid, format: Format, unroll: u64) -> (u64, u64) {
-    let rows_per_band = 8 / (format.block() as u64 / 16);
-    let rows = grid.rows as u64;
-    let bands = match grid.layout {
-        ScaleLayout::Tiled128x4 => rows.div_ceil(128) * (128 / rows_per_band),
-        _ => rows.div_ceil(rows_per_band),
-    };
-    let span_blocks = (THREADS as u64 / 32) * 4 * (unroll / 2);
-    (
-        bands.max(1),
-        (grid.cols as u64).div_ceil(span_blocks).max(1),
-    )
-}
-
 /// Kernel names: `quant_mxfp4_floor_bf16`, `search_nvfp4_two_level_f32`, ...: one entry per
 /// format, scale mode (or NVFP4 level count), input type and search.
 pub fn quant_entry(spec: &Spec, input: InType) -> String {
@@ -333,17 +316,15 @@ impl<'a> QuantKernels<'a> {
         }
         let geom = buf.grid.kernel_geometry()?;
         let f = self.function(spec.scale_layout, &quant_entry(spec, buf.in_type))?;
-        let unroll = buf.in_type.unroll(spec.format);
-        let (tiles, spans) = match buf.grid.layout {
-            ScaleLayout::Linear => ((chunks as u64).div_ceil(THREADS as u64 * unroll).max(1), 1),
-            _ => tiled_grid(&buf.grid, spec.format, unroll),
-        };
+        let tiles = (chunks as u64)
+            .div_ceil(THREADS as u64 * buf.in_type.unroll(spec.format))
+            .max(1);
         let grid = match ctas_per_sm() {
-            Some(k) => tiles.min((self.backend.sm_count()? as u64 * k).div_ceil(spans)),
+            Some(k) => tiles.min(self.backend.sm_count()? as u64 * k),
             None => tiles,
         };
-        let (Ok(grid), Ok(spans @ ..=65535)) = (u32::try_from(grid), u32::try_from(spans)) else {
-            bail!("grid of {grid} × {spans} blocks is too large")
+        let Ok(grid) = u32::try_from(grid) else {
+            bail!("grid of {grid} blocks is too large")
         };
         let args = [
             KernelArg::Ptr(buf.input.ptr()),
@@ -359,9 +340,9 @@ impl<'a> QuantKernels<'a> {
         ];
         // SAFETY: quantize(const void*, u32, u32*, u8*, const u32*, float*, u32 x4): data
         // holds `chunks` words, scale the grid's bytes (every block's offset lies inside it:
-        // layout.rs tests), amax and tensor_scale one word each; the kernel loops over what
-        // the grid does not cover and bounds-checks every group.
-        unsafe { self.backend.launch_2d(f, (grid, spans), THREADS, &args) }
+        // layout.rs tests), amax and tensor_scale one word each; the grid covers `chunks` and
+        // the kernel bounds-checks the tail.
+        unsafe { self.backend.launch(f, grid, THREADS, &args) }
     }
 
     /// Read the results of the last `enqueue` back (waits).
@@ -436,81 +417,5 @@ impl<'a> QuantKernels<'a> {
 
     pub fn backend(&self) -> &CudaBackend {
         self.backend
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The tiled kernels' work split (quant.cu: `Band`, the tiled branch of `quantize`), written
-    /// out: for each CTA of `tiled_grid`, warp, lane and unrolled group, the row and block column
-    /// it quantizes and the offset it stores that block's scale at, if any.
-    fn tiled_work(grid: &ScaleGrid, format: Format, unroll: u64) -> Vec<(usize, usize, usize)> {
-        let tpb = format.block() / 16;
-        let rw = 8 / tpb;
-        let groups_unrolled = (unroll / 2) as usize;
-        let (bands, spans) = tiled_grid(grid, format, unroll);
-        let tile_bytes = if grid.layout == ScaleLayout::Tiled128x4 {
-            512
-        } else {
-            32
-        };
-        let mut out = Vec::new();
-        for b in 0..bands as usize {
-            for span in 0..spans as usize {
-                for t in 0..THREADS as usize {
-                    let (lane, warp) = (t % 32, t / 32);
-                    let (ri, gi) = (lane / (4 * tpb), lane % (4 * tpb));
-                    let row = match (grid.layout, rw) {
-                        (ScaleLayout::Tiled128x4, 8) => {
-                            (b >> 4) * 128 + (b & 15) * 2 + (ri & 1) + (ri >> 1) * 32
-                        }
-                        (ScaleLayout::Tiled128x4, _) => (b >> 5) * 128 + (b & 31) + ri * 32,
-                        _ => b * rw + ri,
-                    };
-                    let tile0 = (span * (THREADS as usize / 32) + warp) * groups_unrolled;
-                    let row_off = if grid.layout == ScaleLayout::Tiled128x4 {
-                        (row >> 7) * grid.row_tile_bytes() + (row & 31) * 16 + ((row >> 5) & 3) * 4
-                    } else {
-                        (row >> 3) * grid.row_tile_bytes() + (row & 7) * 4
-                    } + gi / tpb;
-                    for u in 0..groups_unrolled {
-                        let gcol = (tile0 + u) * 4 * tpb + gi;
-                        if row < grid.rows && gcol < grid.cols * tpb && gi % tpb == 0 {
-                            out.push((row, gcol / tpb, row_off + (tile0 + u) * tile_bytes));
-                        }
-                    }
-                }
-            }
-        }
-        out
-    }
-
-    #[test]
-    fn tiled_kernels_store_every_scale_once_where_the_layout_puts_it() {
-        for layout in [ScaleLayout::Tiled128x4, ScaleLayout::Tiled8x4] {
-            for format in [Format::Mxfp4, Format::Nvfp4] {
-                if layout.check_format(format).is_err() {
-                    continue;
-                }
-                for in_type in [InType::F32, InType::Bf16] {
-                    let unroll = in_type.unroll(format);
-                    for (rows, cols) in [(1, 1), (37, 3), (135, 13), (256, 64), (200, 130)] {
-                        let grid = ScaleGrid { layout, rows, cols };
-                        let mut work = tiled_work(&grid, format, unroll);
-                        work.sort();
-                        let want: Vec<_> = (0..rows)
-                            .flat_map(|r| (0..cols).map(move |c| (r, c)))
-                            .map(|(r, c)| (r, c, grid.offset(r, c)))
-                            .collect();
-                        assert_eq!(
-                            work, want,
-                            "{layout:?} {format:?} {in_type:?} {rows}x{cols}"
-                        );
-                    }
-                }
-            }
-        }
     }
 }

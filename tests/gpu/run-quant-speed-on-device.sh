@@ -7,9 +7,12 @@
 #      against the CPU reference; a second round unchecked;
 #   2. the GPU tests (the independent vectors, the CPU reference on awkward tensors, the tiled
 #      layouts);
-#   3. quantize --check-cpu, f32 and bf16 inputs of 8192x8192, each format in a tiled layout;
-#   4. Nsight Compute (unlocked clocks) on the bf16 and f32 kernels at 8192x8192: instructions
-#      by pipe, issue slots, DRAM and L2 throughput, occupancy.
+#   3. quantize --check-cpu, f32 and bf16 inputs of 8192x8192 (gaussian rows scaled by
+#      2^-8..2^8): MXFP4 128x4, one-level NVFP4 8x4, two-level NVFP4 with a given amax 128x4,
+#      two-level NVFP4 linear;
+#   4. Nsight Compute (unlocked clocks) on the kernels that stay below 90% of the copy and
+#      three more: instructions by pipe, issue slots, warp states, DRAM and L2 throughput,
+#      occupancy.
 # The gpu_quant binary finds its fixtures where it was built: link that path to this checkout
 # first (e.g. mkdir -p /work && ln -sfn "$PWD" /work/<worktree>).
 set -uo pipefail
@@ -36,7 +39,7 @@ x = r.standard_normal((8192, 8192), dtype=np.float32) * np.exp2(r.integers(-8, 9
 np.save('/tmp/x32.npy', x)
 save_file({'x': torch.from_numpy(x).to(torch.bfloat16)}, '/tmp/x16.safetensors')"
 for inp in /tmp/x32.npy /tmp/x16.safetensors; do
-  for fmt in "mxfp4 --scale-layout 128x4" "mxfp4 --scale-mode rceil" "nvfp4 --nvfp4-levels 1 --scale-layout 8x4" \
+  for fmt in "mxfp4 --scale-layout 128x4" "nvfp4 --nvfp4-levels 1 --scale-layout 8x4" \
     "nvfp4 --tensor-amax 2000 --scale-layout 128x4" "nvfp4"; do
     $B/fp4probe quantize --format $fmt --backend cuda --check-cpu --input $inp --output /tmp/q.safetensors 2>&1 |
       grep -E "^check:|rror" | head -2
@@ -44,18 +47,20 @@ for inp in /tmp/x32.npy /tmp/x16.safetensors; do
   done
 done
 echo "== 4. Nsight Compute"
-M=smsp__inst_executed.sum,sm__inst_executed_pipe_alu.sum,sm__inst_executed_pipe_fma.sum,sm__inst_executed_pipe_fmaheavy.sum
-M=$M,sm__inst_executed_pipe_alu.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_fma.avg.pct_of_peak_sustained_active
-M=$M,lts__t_sectors_op_write.sum,lts__t_sectors_op_read.sum,lts__throughput.avg.pct_of_peak_sustained_elapsed
-M=$M,dram__bytes_read.sum,dram__bytes_write.sum
-for c in "x16.safetensors mxfp4" "x16.safetensors mxfp4 --scale-layout 128x4" \
-  "x16.safetensors nvfp4 --nvfp4-levels 1" "x16.safetensors nvfp4 --nvfp4-levels 1 --scale-layout 128x4" \
-  "x16.safetensors nvfp4 --tensor-amax 2000" "x32.npy nvfp4 --nvfp4-levels 1 --scale-layout 128x4" \
-  "x32.npy nvfp4 --tensor-amax 2000 --scale-layout 128x4"; do
+M=smsp__inst_executed.sum,lts__t_sectors_op_write.sum,lts__t_sectors_op_read.sum,dram__bytes_read.sum,dram__bytes_write.sum
+M=$M,sm__inst_executed_pipe_alu.sum,sm__inst_executed_pipe_fma.sum,sm__inst_executed_pipe_fmaheavy.sum
+M=$M,sm__inst_executed_pipe_fmalite.sum,sm__inst_executed_pipe_lsu.sum,sm__inst_executed_pipe_xu.sum
+M=$M,sm__inst_executed_pipe_uniform.sum,sm__inst_executed_pipe_alu.avg.pct_of_peak_sustained_active
+M=$M,sm__inst_executed_pipe_fma.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_fmaheavy.avg.pct_of_peak_sustained_active
+M=$M,lts__t_sectors.avg.pct_of_peak_sustained_elapsed,lts__throughput.avg.pct_of_peak_sustained_elapsed
+for c in "x16.safetensors nvfp4 --tensor-amax 2000" "x16.safetensors nvfp4 --tensor-amax 2000 --scale-layout 128x4" \
+  "x32.npy nvfp4 --tensor-amax 2000" "x16.safetensors mxfp4 --scale-layout 128x4" \
+  "x16.safetensors nvfp4 --nvfp4-levels 1 --scale-layout 128x4" "x32.npy nvfp4 --nvfp4-levels 1 --scale-layout 128x4" \
+  "x32.npy mxfp4"; do
   set -- $c; inp=$1; shift
   echo "-- $inp $*"
   ncu --clock-control none -k regex:^quant_ -c 1 --section SpeedOfLight --section ComputeWorkloadAnalysis \
-    --section Occupancy --section LaunchStats --metrics $M \
+    --section Occupancy --section WarpStateStats --section LaunchStats --metrics $M \
     $B/fp4probe quantize --format "$@" --backend cuda --input /tmp/$inp --output /tmp/q.safetensors 2>&1 |
     grep -vE "^==PROF==|^ *$|^ *-+ *$"
 done >"$OUT/ncu.txt"; echo "ncu rc=$?"
