@@ -124,7 +124,7 @@ __device__ __forceinline__ u32 e8m0_reciprocal_bf16x2(u32 b) {
 }
 
 // The E2M1 magnitude codes of the two bf16 values of y (each >= 0 and below 8), as code << 6
-// in each half (codes.rs: e2m1_mag6_bf16x2 mirrors this). e2m1_grid on pairs: C = 64·max(binade,
+// in each half (pair_codes.rs mirrors this). e2m1_grid on pairs: C = 64·max(binade,
 // 1) has the E2M1 step as its bf16 ulp and y + C stays in C's binade (y < 2·binade), so one
 // rounding puts y on the grid; (y + C)·2^-126 - C·2^-126, exact in one FMA, is the grid value
 // times 2^-126, whose bf16 bits are code << 6 (0.5: the subnormal 2^-127, 0x0040; 6: 0x01C0);
@@ -154,7 +154,7 @@ __device__ __forceinline__ u32 f16x2_from_f32(float lo, float hi) {
 }
 
 // The E2M1 magnitude codes of the two f16 values of y (each >= 0, any size, +inf included),
-// as code << 9 in each half (codes.rs mirrors this in its tests): e2m1_mag6_bf16x2 in f16,
+// as code << 9 in each half (pair_codes.rs mirrors this): e2m1_mag6_bf16x2 in f16,
 // saturated first (y can exceed 8 here). C = 512·max(binade, 1) has the E2M1 step as its f16
 // ulp; the grid value times 2^-14 (f16's smallest normal) has the bits code << 9.
 __device__ __forceinline__ u32 e2m1_mag9_f16x2(u32 y) {

@@ -4,27 +4,27 @@
 // every rounding step below mirrors a line there, and nothing is left to the compiler's
 // floating-point contraction (explicit __fmul_rn / __fmaf_rn / __fsub_rn).
 //
-// Work split: one thread owns a "group" of consecutive elements, two 16-byte loads (8 f32 or
-// 16 bf16/f16), and writes their codes as one or two 32-bit words. A quantization block is
-// held by 1, 2 or 4 neighbouring lanes, which reduce the block maximum with xor shuffles. Each
-// thread handles In::UNROLL groups, all loaded before any is processed, so enough bytes are in
-// flight to saturate HBM (f32: 4 groups, 128 bytes; 16-bit: UNROLL_16BIT_*/2 groups). Loads and
+// Work split: one thread owns a "group" of 16 consecutive elements (four 16-byte loads of
+// f32, two of bf16/f16) and writes their codes as two 32-bit words. A quantization block is
+// held by 1 or 2 neighbouring lanes, which reduce the block maximum with xor shuffles. Each
+// thread handles UNROLL groups, all loaded before any is processed, so enough bytes are in
+// flight to saturate HBM (f32: 2 groups, 128 bytes; 16-bit: UNROLL_16BIT_*/2 groups). Loads and
 // stores are marked streaming (every byte is touched once): 2-4% faster than __ldg at
 // 4096x8192 bf16 on the H100. No IEEE division per element: MXFP4 multiplies by an exact
 // power of two; NVFP4 divides with one reciprocal per block and Markstein's two-FMA
-// correction, which is the correctly rounded quotient (div_markstein). The E2M1 encoder runs
-// mostly on the FMA pipes (fp4_codecs.cuh: e2m1_grid), since the integer ALU was what limited
-// the 16-bit inputs.
+// correction, which is the correctly rounded quotient (div_markstein). The integer ALU is what
+// limits these kernels, so the E2M1 encoder runs mostly on the FMA pipes (fp4_codecs.cuh:
+// e2m1_grid), and bf16 inputs of MXFP4 and one-level NVFP4 are encoded two elements an
+// instruction in bf16/f16 pair arithmetic (e2m1x2_bf16_scaled, e2m1x2_bf16_nv1).
 
 // The codecs (E2M1, E8M0, E4M3, division) are in fp4_codecs.cuh, which src/quant/cuda.rs
 // puts in front of this file.
 
 // ---- input formats: the N elements of group g, as loaded (Raw) and widened exactly to f32 ---
 //
-// A group is what one thread quantizes: N = 8·CHUNKS consecutive elements, two 16-byte loads
-// (8 f32, or 16 bf16/f16), whose codes are CHUNKS 32-bit words. 16-bit inputs take 16 so the
-// per-block work (amax reduction, scale, reciprocal, stores) is paid once per 16 elements:
-// the elements themselves are cheap enough that this overhead decided the bf16 throughput.
+// A group is what one thread quantizes: N = 8·CHUNKS = 16 consecutive elements, whose codes
+// are CHUNKS 32-bit words: the per-block work (amax reduction, scale, reciprocal, stores) is
+// paid once per 16 elements, which decided the throughput of the lighter inputs.
 // Each format gives Raw, load, zero, widen (exact f32 values) and amax (the group's largest
 // |x| as f32 bits, NaN above every number: scale.rs module comment).
 
@@ -273,7 +273,7 @@ __device__ __forceinline__ u32 e2m1x2_bf16_scaled(u32 x, u32 s) {
 // grid: RN(|x|·rs) then RN to f16, whose error (< 2^-10.9 relative) is below the distance
 // (> 2^-8 relative) from any x/s to an E2M1 midpoint it does not equal, since x has 8 and
 // s 4 significant bits; a quotient equal to a midpoint lands on it exactly. So the codes are
-// those of the correctly rounded quotient (codes.rs tests this for every bf16 x and scale).
+// those of the correctly rounded quotient (pair_codes.rs tests this for every bf16 x and scale).
 __device__ __forceinline__ u32 e2m1x2_bf16_nv1(u32 x, float rs) {
     const u32 a = x & 0x7fff7fffu;
     const u32 y = f16x2_from_f32(__fmul_rn(__uint_as_float(a << 16), rs), __fmul_rn(__uint_as_float(a & 0xffff0000u), rs));
@@ -580,8 +580,10 @@ __device__ __forceinline__ void finite_amax(const void* x, u32 chunks, u32* out)
 // two interleaved rounds): bf16 inputs gain from more resident warps to hide the latency of
 // their longer per-byte arithmetic, MXFP4 +4% at 8 CTAs (32 registers) and NVFP4 +3% at 5
 // (48 registers; at 6 and 8 it gains less or loses). f32 inputs lose 2-25% under any cap
-// (spills); the search kernels and f16 inputs (not measured) would spill too. Everything
-// else, and other GPUs, keep the compiler's choice. For tuning (FP4PROBE_QUANT_DEFINES,
+// (spills); the search kernels and f16 inputs (not measured) would spill too. On the H200,
+// with the kernels as they are (reports/sm_90/quant/speed): bf16 MXFP4 at 4 CTAs -4%, bf16
+// NVFP4 at 4 the same, f32 at 4 (one-level NVFP4 at 60 registers, no spill) -2 to -4%.
+// Everything else, and other GPUs, keep the compiler's choice. For tuning (FP4PROBE_QUANT_DEFINES,
 // src/quant/cuda.rs): QUANT_MIN_BLOCKS sets one value for every entry; QUANT_MIN_BLOCKS_F32,
 // _BF16_MX and _BF16_NV the value of the quantization entries of those inputs and formats.
 #ifndef QUANT_MIN_BLOCKS_F32
