@@ -582,7 +582,8 @@ __device__ __forceinline__ void finite_amax(const void* x, u32 chunks, u32* out)
 // (48 registers; at 6 and 8 it gains less or loses). f32 inputs lose 2-25% under any cap
 // (spills); the search kernels and f16 inputs (not measured) would spill too. On the H200,
 // with the kernels as they are (reports/sm_90/quant/speed): bf16 MXFP4 at 4 CTAs -4%, bf16
-// NVFP4 at 4 the same, f32 at 4 (one-level NVFP4 at 60 registers, no spill) -2 to -4%.
+// NVFP4 at 4 the same; f32 at 4, one-level NVFP4 -2 to -4% (60 registers offline, no spill),
+// the other f32 entries the same.
 // Everything else, and other GPUs, keep the compiler's choice. For tuning (FP4PROBE_QUANT_DEFINES,
 // src/quant/cuda.rs): QUANT_MIN_BLOCKS sets one value for every entry; QUANT_MIN_BLOCKS_F32,
 // _BF16_MX and _BF16_NV the value of the quantization entries of those inputs and formats.
