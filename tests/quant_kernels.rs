@@ -64,7 +64,7 @@ fn kernels_compile_for_sm90_and_sm120a_with_wide_loads_and_no_per_element_divisi
                 let name = quant_entry(&spec, input);
                 let f = function_sass(&listing, &name);
                 assert!(!f.is_empty(), "{arch}: {name} missing from the cubin");
-                // 4 groups of f32 a thread (two 16-byte loads each); unroll_16bit(format) for 16-bit.
+                // 2 groups of f32 a thread (four 16-byte loads each); unroll_16bit(format) for 16-bit.
                 let wide = f
                     .iter()
                     .filter(|l| l.contains("LDG.") && l.contains(".128"))

@@ -107,6 +107,63 @@ __device__ __forceinline__ float e4m3_to_f32(u32 b) {
     return lo;
 }
 
+// ---- bf16 pairs (MXFP4 of bf16 inputs) ------------------------------------------------------
+
+// a·b + c on the two bf16 halves of a word at once, rounded once to nearest even, subnormals
+// kept (fma.rn.bf16x2 from sm_80; the mul and add forms need sm_90).
+__device__ __forceinline__ u32 bf16x2_fma(u32 a, u32 b, u32 c) {
+    u32 d;
+    asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+    return d;
+}
+
+// 2^(127-b), the reciprocal of a finite E8M0 scale b, in both halves of a bf16 pair (exponent
+// field 254 - b; b = 254 gives 2^-127, the bf16 subnormal 0x0040).
+__device__ __forceinline__ u32 e8m0_reciprocal_bf16x2(u32 b) {
+    return (b == 254u ? 0x40u : (254u - b) << 7) * 0x10001u;
+}
+
+// The E2M1 magnitude codes of the two bf16 values of y (each >= 0 and below 8), as code << 6
+// in each half (pair_codes.rs mirrors this). e2m1_grid on pairs: C = 64·max(binade,
+// 1) has the E2M1 step as its bf16 ulp and y + C stays in C's binade (y < 2·binade), so one
+// rounding puts y on the grid; (y + C)·2^-126 - C·2^-126, exact in one FMA, is the grid value
+// times 2^-126, whose bf16 bits are code << 6 (0.5: the subnormal 2^-127, 0x0040; 6: 0x01C0);
+// 8 (y in [7, 8)) saturates to code 7. C's bits are the binade's with 6 added to the exponent
+// (one add-and-max, VIADDMNMX); -C·2^-126 is a product, on the FMA pipe like the rest.
+__device__ __forceinline__ u32 e2m1_mag6_bf16x2(u32 y) {
+    const u32 t = y & 0x7f807f80u;
+    const u32 c = __viaddmax_u16x2(t, 0x03000300u, 0x42804280u);
+    const u32 neg_c = bf16x2_fma(c, 0x80808080u, 0u);
+    const u32 k = bf16x2_fma(bf16x2_fma(y, 0x3f803f80u, c), 0x00800080u, neg_c);
+    return __vminu2(k, 0x01c001c0u);
+}
+
+// ---- f16 pairs (NVFP4 of bf16 inputs, one level) -----------------------------------------------
+
+__device__ __forceinline__ u32 f16x2_fma(u32 a, u32 b, u32 c) {
+    u32 d;
+    asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+    return d;
+}
+
+// Two f32 values as an f16 pair, rounded to nearest even (lo in the low half).
+__device__ __forceinline__ u32 f16x2_from_f32(float lo, float hi) {
+    u32 d;
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(hi), "f"(lo));
+    return d;
+}
+
+// The E2M1 magnitude codes of the two f16 values of y (each >= 0, any size, +inf included),
+// as code << 9 in each half (pair_codes.rs mirrors this): e2m1_mag6_bf16x2 in f16,
+// saturated first (y can exceed 8 here). C = 512·max(binade, 1) has the E2M1 step as its f16
+// ulp; the grid value times 2^-14 (f16's smallest normal) has the bits code << 9.
+__device__ __forceinline__ u32 e2m1_mag9_f16x2(u32 y) {
+    const u32 ym = __vminu2(y, 0x46004600u);
+    const u32 c = __viaddmax_u16x2(ym & 0x7c007c00u, 0x24002400u, 0x60006000u);
+    const u32 neg_c = f16x2_fma(c, 0x84008400u, 0u);
+    return f16x2_fma(f16x2_fma(ym, 0x3c003c00u, c), 0x04000400u, neg_c);
+}
+
 // IEEE division, kept out of line: only blocks whose scale is near the ends of the exponent
 // range come here, so the hot path carries no division code at all.
 __device__ __noinline__ float div_ieee(float a, float b) { return __fdiv_rn(a, b); }
@@ -134,6 +191,15 @@ __device__ __forceinline__ float div_markstein(float a, float b, float rb) {
     float q1 = div_markstein_nonneg(a, b, rb);
     return __uint_as_float(__float_as_uint(q1) | (__float_as_uint(a) & 0x80000000u));
 }
+// RN(1/b) for b whose reciprocal is a normal number far from the ends of the range (every
+// E4M3 value from 2^-6 to 448; markstein_safe divisors): the fast path of __frcp_rn without its
+// range check (an approximate reciprocal, then one Newton step rounded once).
+__device__ __forceinline__ float rcp_rn_normal(float b) {
+    float r;
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(b));
+    return __fmaf_rn(r, -__fmaf_rn(b, r, -1.0f), r);
+}
+
 // a / b for per-block quantities (one call per group, not per element).
 __device__ __forceinline__ float div_rn(float a, float b, float rb) {
     float aa = fabsf(a);

@@ -4,80 +4,92 @@
 // every rounding step below mirrors a line there, and nothing is left to the compiler's
 // floating-point contraction (explicit __fmul_rn / __fmaf_rn / __fsub_rn).
 //
-// Work split: one thread owns a "group" of consecutive elements, two 16-byte loads (8 f32 or
-// 16 bf16/f16), and writes their codes as one or two 32-bit words. A quantization block is
-// held by 1, 2 or 4 neighbouring lanes, which reduce the block maximum with xor shuffles. Each
-// thread handles In::UNROLL groups, all loaded before any is processed, so enough bytes are in
-// flight to saturate HBM (f32: 4 groups, 128 bytes; 16-bit: UNROLL_16BIT_*/2 groups). Loads and
+// Work split: one thread owns a "group" of 16 consecutive elements (four 16-byte loads of
+// f32, two of bf16/f16) and writes their codes as two 32-bit words. A quantization block is
+// held by 1 or 2 neighbouring lanes, which reduce the block maximum with xor shuffles. Each
+// thread handles UNROLL groups, all loaded before any is processed, so enough bytes are in
+// flight to saturate HBM (f32: 2 groups, 128 bytes; 16-bit: UNROLL_16BIT_*/2 groups). Loads and
 // stores are marked streaming (every byte is touched once): 2-4% faster than __ldg at
 // 4096x8192 bf16 on the H100. No IEEE division per element: MXFP4 multiplies by an exact
 // power of two; NVFP4 divides with one reciprocal per block and Markstein's two-FMA
-// correction, which is the correctly rounded quotient (div_markstein). The E2M1 encoder runs
-// mostly on the FMA pipes (fp4_codecs.cuh: e2m1_grid), since the integer ALU was what limited
-// the 16-bit inputs.
+// correction, which is the correctly rounded quotient (div_markstein). The integer ALU is what
+// limits these kernels, so the E2M1 encoder runs mostly on the FMA pipes (fp4_codecs.cuh:
+// e2m1_grid), and bf16 inputs of MXFP4 and one-level NVFP4 are encoded two elements an
+// instruction in bf16/f16 pair arithmetic (e2m1x2_bf16_scaled, e2m1x2_bf16_nv1).
 
 // The codecs (E2M1, E8M0, E4M3, division) are in fp4_codecs.cuh, which src/quant/cuda.rs
 // puts in front of this file.
 
 // ---- input formats: the N elements of group g, as loaded (Raw) and widened exactly to f32 ---
 //
-// A group is what one thread quantizes: N = 8·CHUNKS consecutive elements, two 16-byte loads
-// (8 f32, or 16 bf16/f16), whose codes are CHUNKS 32-bit words. 16-bit inputs take 16 so the
-// per-block work (amax reduction, scale, reciprocal, stores) is paid once per 16 elements:
-// the elements themselves are cheap enough that this overhead decided the bf16 throughput.
+// A group is what one thread quantizes: N = 8·CHUNKS = 16 consecutive elements, whose codes
+// are CHUNKS 32-bit words: the per-block work (amax reduction, scale, reciprocal, stores) is
+// paid once per 16 elements, which decided the throughput of the lighter inputs.
 // Each format gives Raw, load, zero, widen (exact f32 values) and amax (the group's largest
 // |x| as f32 bits, NaN above every number: scale.rs module comment).
 
-// The sign of element i at bit 4i+3 (a chunk of f32 inputs, one sign per word).
-__device__ __forceinline__ u32 place_sign(float x, int i) {
-    return (__float_as_uint(x) & 0x80000000u) >> (28 - 4 * i);
-}
-
-// What every input format loads for a group: 32 bytes, two 16-byte loads. Streaming
-// (evict-first) by default: the bytes are used once. KEEP loads with the normal policy, so
-// what was read last stays in L2: the tensor-amax pass of two-level NVFP4, whose input the
-// quantizer reads again next (in reverse order, starting with what is still in L2).
-struct Bytes32 {
+// What an input format loads for a group: LOADS 16-byte loads. Streaming (evict-first) by
+// default: the bytes are used once. KEEP loads with the normal policy, so what was read last
+// stays in L2: the tensor-amax pass of two-level NVFP4, whose input the quantizer reads again
+// next (in reverse order, starting with what is still in L2).
+template <int LOADS>
+struct Bytes {
     struct Raw {
-        uint4 a, b;
+        uint4 q[LOADS];
     };
     template <bool KEEP = false>
     static __device__ __forceinline__ Raw load(const void* x, u64 g) {
-        const uint4* p = reinterpret_cast<const uint4*>(x) + 2 * g;
-        return KEEP ? Raw{__ldg(p), __ldg(p + 1)} : Raw{__ldcs(p), __ldcs(p + 1)};
-    }
-    static __device__ __forceinline__ Raw zero() { return Raw{make_uint4(0, 0, 0, 0), make_uint4(0, 0, 0, 0)}; }
-    static __device__ __forceinline__ void words(const Raw& r, u32 (&w)[8]) {
-        const u32 all[8] = {r.a.x, r.a.y, r.a.z, r.a.w, r.b.x, r.b.y, r.b.z, r.b.w};
+        const uint4* p = reinterpret_cast<const uint4*>(x) + LOADS * g;
+        Raw r;
 #pragma unroll
-        for (int i = 0; i < 8; i++) w[i] = all[i];
+        for (int i = 0; i < LOADS; i++) r.q[i] = KEEP ? __ldg(p + i) : __ldcs(p + i);
+        return r;
+    }
+    static __device__ __forceinline__ Raw zero() {
+        Raw r;
+#pragma unroll
+        for (int i = 0; i < LOADS; i++) r.q[i] = make_uint4(0, 0, 0, 0);
+        return r;
+    }
+    static __device__ __forceinline__ void words(const Raw& r, u32 (&w)[4 * LOADS]) {
+#pragma unroll
+        for (int i = 0; i < LOADS; i++) {
+            w[4 * i] = r.q[i].x, w[4 * i + 1] = r.q[i].y, w[4 * i + 2] = r.q[i].z, w[4 * i + 3] = r.q[i].w;
+        }
     }
 };
 
-struct InF32 : Bytes32 {
-    static constexpr int CHUNKS = 1, N = 8, UNROLL = 4;  // In::UNROLL: groups a thread loads
+// max(a, b) with NaN above every number (max.NaN), on f32 values.
+__device__ __forceinline__ float fmax_nan(float a, float b) {
+    float d;
+    asm("max.NaN.f32 %0, %1, %2;" : "=f"(d) : "f"(a), "f"(b));
+    return d;
+}
+
+// f32 inputs: 16 elements, four 16-byte loads, so a thread holds a whole NVFP4 block and half
+// an MXFP4 block: the per-block work (amax, scale, reciprocal) is paid once per 16 elements,
+// not per 8. The signs go into the codes with the magnitudes (SIGNED_MAGS: encode8_mag).
+struct InF32 : Bytes<4> {
+    // Groups a thread loads at once (UNROLL; UNROLL_MX for MXFP4), 128 bytes.
+    static constexpr int CHUNKS = 2, N = 16, UNROLL = 2, UNROLL_MX = 2;
+    static constexpr bool BF16 = false;  // MXFP4 codes from bf16 pairs (mx_bf16_chunk)
+    static constexpr bool SIGNED_MAGS = true;
     static __device__ __forceinline__ void widen(const Raw& r, float v[N]) {
-        u32 w[8];
+        u32 w[16];
         words(r, w);
 #pragma unroll
-        for (int i = 0; i < 8; i++) v[i] = __uint_as_float(w[i]);
+        for (int i = 0; i < 16; i++) v[i] = __uint_as_float(w[i]);
     }
-    // The signs of the group's elements at bits 4i+3 (other bits: anything).
-    static __device__ __forceinline__ u32 signs(const Raw& r, int) {
-        u32 w[8];
-        words(r, w);
-        u32 s = 0;
-#pragma unroll
-        for (int i = 0; i < 8; i++) s |= place_sign(__uint_as_float(w[i]), i);
-        return s;
-    }
+    static __device__ __forceinline__ u32 signs(const Raw&, int) { return 0; }
+    // max |x| by max.NaN on the magnitudes (the abs folds into the compare): the same value
+    // as the integer maximum of the magnitude bits, NaN (canonical, above +inf) if any is.
     static __device__ __forceinline__ u32 amax(const Raw& r) {
-        u32 w[8];
+        u32 w[16];
         words(r, w);
-        u32 m = 0;
+        float m = fabsf(__uint_as_float(w[0]));
 #pragma unroll
-        for (int i = 0; i < 8; i++) m = max(m, w[i] & 0x7fffffffu);
-        return m;
+        for (int i = 1; i < 16; i++) m = fmax_nan(m, fabsf(__uint_as_float(w[i])));
+        return __float_as_uint(m);
     }
 };
 
@@ -94,8 +106,10 @@ struct InF32 : Bytes32 {
 // halves (two elements per instruction); |x| orders like its bit pattern in bf16 and f16 as
 // in f32, and widening keeps that order, NaN included.
 template <class Widen>
-struct In16 : Bytes32 {
-    static constexpr int CHUNKS = 2, N = 16, UNROLL = UNROLL_16BIT_NV / 2;
+struct In16 : Bytes<2> {
+    static constexpr int CHUNKS = 2, N = 16, UNROLL = UNROLL_16BIT_NV / 2, UNROLL_MX = UNROLL_16BIT_MX / 2;
+    static constexpr bool BF16 = Widen::BF16;
+    static constexpr bool SIGNED_MAGS = false;
     static __device__ __forceinline__ void widen(const Raw& r, float v[N]) {
         u32 w[8];
         words(r, w);
@@ -110,25 +124,28 @@ struct In16 : Bytes32 {
     // byte permutes gather the odd signs' bytes in order (sign at bit 7 of byte j) and the
     // even ones (shifted to bit 3); one select merges them: 7 instructions for 8 signs.
     static __device__ __forceinline__ u32 signs(const Raw& r, int c) {
-        const uint4 q = c == 0 ? r.a : r.b;
+        const uint4 q = r.q[c];
         const u32 lo = __byte_perm(q.x, q.y, 0x5173), hi = __byte_perm(q.z, q.w, 0x5173);
         const u32 odd = __byte_perm(lo, hi, 0x5410), even = __byte_perm(lo, hi, 0x7632);
         return (odd & 0x80808080u) | ((even >> 4) & ~0x80808080u);
     }
     static __device__ __forceinline__ u32 amax(const Raw& r) {
-        const u32 m = __vmaxu2(__vmaxu2(__vmaxu2(r.a.x & 0x7fff7fffu, r.a.y & 0x7fff7fffu),
-                                        __vmaxu2(r.a.z & 0x7fff7fffu, r.a.w & 0x7fff7fffu)),
-                               __vmaxu2(__vmaxu2(r.b.x & 0x7fff7fffu, r.b.y & 0x7fff7fffu),
-                                        __vmaxu2(r.b.z & 0x7fff7fffu, r.b.w & 0x7fff7fffu)));
+        const uint4 a = r.q[0], b = r.q[1];
+        const u32 m = __vmaxu2(__vmaxu2(__vmaxu2(a.x & 0x7fff7fffu, a.y & 0x7fff7fffu),
+                                        __vmaxu2(a.z & 0x7fff7fffu, a.w & 0x7fff7fffu)),
+                               __vmaxu2(__vmaxu2(b.x & 0x7fff7fffu, b.y & 0x7fff7fffu),
+                                        __vmaxu2(b.z & 0x7fff7fffu, b.w & 0x7fff7fffu)));
         return __float_as_uint(Widen::f32(max(m & 0xffffu, m >> 16)));
     }
 };
 
 struct Bf16Bits {
+    static constexpr bool BF16 = true;
     static __device__ __forceinline__ float f32(u32 h) { return bf16_bits_to_f32(h); }
 };
 
 struct F16Bits {
+    static constexpr bool BF16 = false;
     static __device__ __forceinline__ float f32(u32 h) { return f16_bits_to_f32(h); }
 };
 
@@ -157,24 +174,45 @@ __device__ __forceinline__ u32 mx_scale(u32 mode, u32 amax) {
     return (u32)(e + 127) & 0xffu;
 }
 
-// NVFP4 block scale byte: (amax/6) [/ tensor scale], clamped, E4M3 (scale.rs: nv_scale).
-__device__ __forceinline__ u32 nv_scale(u32 amax, bool two_level, float t, float rt) {
+// Two-level NVFP4's tensor scale t and RN(1/t); nice: t is in [2^-40, 2^40] (a tensor amax
+// from about 2.4e-9 to 3e15), where the block arithmetic needs no range checks: every block
+// quotient the E4M3 clamp keeps is exact by Markstein's division, and every block scale t·blk
+// has a normal reciprocal. One level: t = 1.
+struct TensorScale {
+    float t, rt;
+    bool nice;
+};
+
+// NVFP4 block scale byte: (amax/6) [/ tensor scale], clamped, E4M3 (scale.rs: nv_scale). The
+// clamp keeps amax/6 [/ t] only from 2^-6 to 448: there Markstein's division is exact, and
+// outside its result (within an ulp) clamps the same, so one level and a nice t skip div_rn's
+// checks (a nice t's quotient is taken of amax/6 capped at 2^80, which cannot overflow and
+// still clamps to 448).
+__device__ __forceinline__ u32 nv_scale(u32 amax, bool two_level, const TensorScale& ts) {
     if (amax >= F32_INF_BITS) return E4M3_NAN;
-    float bs = div_rn(__uint_as_float(amax), 6.0f, __uint_as_float(0x3e2aaaabu));
-    return e4m3_clamp_round(two_level ? div_rn(bs, t, rt) : bs);
+    const float a = __uint_as_float(amax), sixth = __uint_as_float(0x3e2aaaabu);
+    if (!two_level) return e4m3_clamp_round(div_markstein_nonneg(a, 6.0f, sixth));
+    if (ts.nice) {
+        const float bs = fminf(div_markstein_nonneg(a, 6.0f, sixth), 0x1p80f);
+        return e4m3_clamp_round(div_markstein_nonneg(bs, ts.t, ts.rt));
+    }
+    return e4m3_clamp_round(div_rn(div_rn(a, 6.0f, sixth), ts.t, ts.rt));
 }
 
 // ---- one group ------------------------------------------------------------------------------
 
 enum { MX = 0, NV = 1 };
 
-// What one block's elements are multiplied (MX) or divided (NV) by, and what a code is worth.
+// What one block's elements are multiplied (MX) or divided (NV) by, and what a code is worth;
+// fast: NV's Markstein division is exact for every element (markstein_safe; always for one
+// level, whose divisor is an E4M3 value from 2^-6 to 448).
 struct BlockScale {
     float mul_or_div, rcp, value;
+    bool fast;
 };
 
 template <int FMT>
-__device__ __forceinline__ BlockScale block_scale(u32 byte, bool two_level, float t) {
+__device__ __forceinline__ BlockScale block_scale(u32 byte, bool two_level, const TensorScale& ts) {
     BlockScale s;
     if (FMT == MX) {
         s.mul_or_div = e8m0_reciprocal(byte);
@@ -182,9 +220,11 @@ __device__ __forceinline__ BlockScale block_scale(u32 byte, bool two_level, floa
         s.value = e8m0_to_f32(byte);
     } else {
         float blk = e4m3_to_f32(byte);
-        s.value = two_level ? __fmul_rn(t, blk) : blk;
+        s.value = two_level ? __fmul_rn(ts.t, blk) : blk;
         s.mul_or_div = s.value;
-        s.rcp = __frcp_rn(s.value);
+        const bool checked = two_level && !ts.nice;
+        s.fast = !checked || markstein_safe(s.value);
+        s.rcp = checked ? __frcp_rn(s.value) : rcp_rn_normal(s.value);
     }
     return s;
 }
@@ -214,21 +254,76 @@ __device__ __forceinline__ u32 place_mag(u32 mag22, int i) {
     return i < 6 ? __umulhi(mag22, kNibbleHi[i]) : mag22 * (i == 6 ? 4u : 64u);
 }
 
-// The 8 magnitude codes of a chunk scaled by s, placed in a word (signs not included).
-template <int FMT>
+// x >> N as a multiply-high, on the FMA pipe (the integer ALU is what limits these kernels;
+// the multipliers sit in constant memory so the compiler cannot turn them back into shifts).
+__constant__ u32 kShrMul[10] = {0, 1u << 31, 1u << 30, 1u << 29, 1u << 28, 1u << 27, 1u << 26, 1u << 25, 1u << 24, 1u << 23};
+template <int N>
+__device__ __forceinline__ u32 shr(u32 x) { return __umulhi(x, kShrMul[N]); }
+
+// The E2M1 codes of the bf16 pair x times the power of two s (a bf16 pair), each a nibble (sign
+// at bit 3) at bit 6 of its half. |x|·s is exact but where it underflows, which only happens
+// to values that encode to zero either way; the sign is x's, so -0 and tiny negatives give 0x8.
+__device__ __forceinline__ u32 e2m1x2_bf16_scaled(u32 x, u32 s) {
+    const u32 y = bf16x2_fma(x & 0x7fff7fffu, s, 0u);
+    return e2m1_mag6_bf16x2(y) | (shr<6>(x) & 0x02000200u);
+}
+
+// The E2M1 codes of the bf16 pair x divided by a one-level NVFP4 block scale s (an E4M3 value;
+// rs = RN(1/s)), each a nibble (sign at bit 3) at bit 9 of its half. No division and no f32
+// grid: RN(|x|·rs) then RN to f16, whose error (< 2^-10.9 relative) is below the distance
+// (> 2^-8 relative) from any x/s to an E2M1 midpoint it does not equal, since x has 8 and
+// s 4 significant bits; a quotient equal to a midpoint lands on it exactly. So the codes are
+// those of the correctly rounded quotient (pair_codes.rs tests this for every bf16 x and scale).
+__device__ __forceinline__ u32 e2m1x2_bf16_nv1(u32 x, float rs) {
+    const u32 a = x & 0x7fff7fffu;
+    const u32 y = f16x2_from_f32(__fmul_rn(__uint_as_float(a << 16), rs), __fmul_rn(__uint_as_float(a & 0xffff0000u), rs));
+    return e2m1_mag9_f16x2(y) | (shr<3>(x) & 0x10001000u);
+}
+
+// Four pairs of nibbles at bit B of each half (elements 0-7) as one word, element i at bits
+// 4i..4i+3: p0 >> B puts elements 0, 1 at bits 0 and 16, p1 >> (B - 8) elements 2, 3 at 8 and
+// 24; times 0x10010 (x << 16 plus x << 4) that word holds 0..3 in order in its high half.
+template <int B>
+__device__ __forceinline__ u32 e2m1x8_place_pairs(u32 p0, u32 p1, u32 p2, u32 p3) {
+    const u32 x01 = shr<B>(p0) + (B >= 8 ? shr<(B >= 8 ? B - 8 : 1)>(p1) : p1 << (8 - B));
+    const u32 x23 = shr<B>(p2) + (B >= 8 ? shr<(B >= 8 ? B - 8 : 1)>(p3) : p3 << (8 - B));
+    return __byte_perm(x01 * 0x10010u, x23 * 0x10010u, 0x7632);
+}
+
+// Chunk c's MXFP4 codes of a bf16 group, the elements times the power of two s2 (a bf16 pair),
+// two elements an instruction on the pairs as loaded: no widening, and about half the
+// instructions of the f32 path (encode8_mag) per element.
+__device__ __forceinline__ u32 mx_bf16_chunk(const Bytes<2>::Raw& r, int c, u32 s2) {
+    const uint4 q = r.q[c];
+    return e2m1x8_place_pairs<6>(e2m1x2_bf16_scaled(q.x, s2), e2m1x2_bf16_scaled(q.y, s2),
+                                 e2m1x2_bf16_scaled(q.z, s2), e2m1x2_bf16_scaled(q.w, s2));
+}
+
+// Chunk c's one-level NVFP4 codes of a bf16 group, rs = RN(1/block scale) (e2m1x2_bf16_nv1).
+__device__ __forceinline__ u32 nv1_bf16_chunk(const Bytes<2>::Raw& r, int c, float rs) {
+    const uint4 q = r.q[c];
+    return e2m1x8_place_pairs<9>(e2m1x2_bf16_nv1(q.x, rs), e2m1x2_bf16_nv1(q.y, rs),
+                                 e2m1x2_bf16_nv1(q.z, rs), e2m1x2_bf16_nv1(q.w, rs));
+}
+
+// The 8 magnitude codes of a chunk scaled by s, placed in a word; SIGNED: with the signs of v
+// (each put at bit 25 of its code << 22 before placing, one logic op an element), else
+// without (the caller adds them).
+template <int FMT, bool SIGNED>
 __device__ __forceinline__ u32 encode8_mag(const float v[8], BlockScale s) {
-    if (FMT == NV && !markstein_safe(s.mul_or_div)) {
+    if (FMT == NV && !s.fast) {
         Eight e;
 #pragma unroll
         for (int i = 0; i < 8; i++) e.v[i] = v[i];
-        return encode8_div_ieee(e, s.mul_or_div) & 0x77777777u;
+        return encode8_div_ieee(e, s.mul_or_div) & (SIGNED ? 0xffffffffu : 0x77777777u);
     }
     u32 word = 0;
 #pragma unroll
     for (int i = 0; i < 8; i++) {
         const float a = fabsf(v[i]);
         const float y = FMT == MX ? __fmul_rn(a, s.mul_or_div) : div_markstein_nonneg(a, s.mul_or_div, s.rcp);
-        word += place_mag(e2m1_mag22(y), i);
+        const u32 mag22 = e2m1_mag22(y);
+        word += place_mag(SIGNED ? mag22 | (shr<6>(__float_as_uint(v[i])) & 0x02000000u) : mag22, i);
     }
     return word;
 }
@@ -314,7 +409,56 @@ template <class In, int FMT>
 __device__ __forceinline__ void encode_group(const typename In::Raw& raw, const float* v, BlockScale s, u32* words) {
 #pragma unroll
     for (int c = 0; c < In::CHUNKS; c++) {
-        words[c] = encode8_mag<FMT>(v + 8 * c, s) | (In::signs(raw, c) & 0x88888888u);
+        words[c] = In::SIGNED_MAGS ? encode8_mag<FMT, true>(v + 8 * c, s)
+                                   : encode8_mag<FMT, false>(v + 8 * c, s) | (In::signs(raw, c) & 0x88888888u);
+    }
+}
+
+// The codes of one group (CHUNKS words) under its block's finite scale byte `naive`; with
+// SEARCH, `byte` becomes the best byte of the window and the codes its codes. bf16 inputs
+// take the pair forms where they give the same codes (MXFP4; one-level NVFP4), the rest the
+// f32 values.
+template <class In, int FMT, bool SEARCH, u32 MODE, int TPB>
+__device__ __forceinline__ void group_codes(const typename In::Raw& raw, u32 naive, bool two_level, const TensorScale& ts,
+                                            u32& byte, u32* words) {
+    constexpr int CHUNKS = In::CHUNKS;
+    if constexpr (FMT == MX && !SEARCH && In::BF16) {
+        const u32 s2 = e8m0_reciprocal_bf16x2(naive);
+#pragma unroll
+        for (int c = 0; c < CHUNKS; c++) words[c] = mx_bf16_chunk(raw, c, s2);
+    } else if constexpr (FMT == NV && !SEARCH && In::BF16 && MODE == 1) {
+        const float rs = rcp_rn_normal(e4m3_to_f32(naive));
+#pragma unroll
+        for (int c = 0; c < CHUNKS; c++) words[c] = nv1_bf16_chunk(raw, c, rs);
+    } else {
+        float v[In::N];
+        In::widen(raw, v);
+        BlockScale s = block_scale<FMT>(naive, two_level, ts);
+        encode_group<In, FMT>(raw, v, s, words);
+        if (SEARCH) {
+            // Windowed search (mod.rs: search_candidates): MX tries e+1; NV tries the E4M3
+            // bytes within ±5, nearest first; a candidate wins only if strictly better. A
+            // candidate outside the scale range is evaluated as the naive scale (never better),
+            // so the loop stays uniform.
+            float best = block_sse<TPB, CHUNKS>(v, words, s.value);
+            const int steps = FMT == MX ? 1 : 10;
+            for (int k = 1; k <= steps; k++) {
+                int off = FMT == MX ? 1 : ((k + 1) / 2) * ((k & 1) ? -1 : 1);
+                int cand = (int)naive + off;
+                bool ok = FMT == MX ? (naive < 254u) : (cand >= 0x08 && cand <= 0x7e);
+                u32 c = ok ? (u32)cand : naive;
+                BlockScale cs = block_scale<FMT>(c, two_level, ts);
+                u32 w[CHUNKS];
+                encode_group<In, FMT>(raw, v, cs, w);
+                float e = block_sse<TPB, CHUNKS>(v, w, cs.value);
+                if (ok && e < best) {
+                    best = e;
+                    byte = c;
+#pragma unroll
+                    for (int i = 0; i < CHUNKS; i++) words[i] = w[i];
+                }
+            }
+        }
     }
 }
 
@@ -333,9 +477,9 @@ __device__ __forceinline__ void quantize(const void* x, u32 chunks, u32* data, u
     // out at the end: before them, the division (whose slow paths are calls) and the store
     // (which may alias x) kept every load of x waiting for the amax load.
     const bool two_level = FMT == NV && mode == 2;
-    float t = 1.0f, rt = 1.0f;
-    // Groups a thread loads at once: In::UNROLL, except MXFP4 on 16-bit inputs (UNROLL_16BIT_MX).
-    constexpr int UNROLL = In::N == 16 && FMT == MX ? UNROLL_16BIT_MX / 2 : In::UNROLL;
+    TensorScale ts{1.0f, 1.0f, true};
+    // Groups a thread loads at once.
+    constexpr int UNROLL = FMT == MX ? In::UNROLL_MX : In::UNROLL;
     // Tiles of QUANT_THREADS·UNROLL groups; a CTA takes tiles blockIdx.x, + gridDim.x, ... (the
     // host launches one CTA per tile unless FP4PROBE_QUANT_CTAS_PER_SM caps the grid). The
     // tile size is a compile-time power of two: with blockDim.x it was a 64-bit division
@@ -350,51 +494,25 @@ __device__ __forceinline__ void quantize(const void* x, u32 chunks, u32* data, u
         load_groups<In, UNROLL>(x, base, groups, raw);
         if (two_level && tile == blockIdx.x) {
             const u32 ab = *tensor_amax;
-            t = ab == 0 ? 1.0f : __fdiv_rn(__uint_as_float(ab), 2688.0f);
-            rt = __frcp_rn(t);
+            ts.t = ab == 0 ? 1.0f : __fdiv_rn(__uint_as_float(ab), 2688.0f);
+            ts.rt = __frcp_rn(ts.t);
+            ts.nice = ts.t >= 0x1p-40f && ts.t <= 0x1p40f;
         }
 #pragma unroll
         for (int u = 0; u < UNROLL; u++) {
             u64 g = base + (u64)u * blockDim.x;
-            float v[In::N];
-            In::widen(raw[u], v);
             u32 amax = In::amax(raw[u]);
 #pragma unroll
             for (int o = 1; o < TPB; o <<= 1) amax = max(amax, __shfl_xor_sync(0xffffffffu, amax, o));
-            u32 byte = FMT == MX ? mx_scale(mode, amax) : nv_scale(amax, two_level, t, rt);
+            u32 byte = FMT == MX ? mx_scale(mode, amax) : nv_scale(amax, two_level, ts);
             const u32 nan_byte = FMT == MX ? E8M0_NAN : E4M3_NAN;
             // Every lane runs the same instructions from here on: block_sse shuffles across the
             // warp with a full mask, so no lane may branch around it. A NaN block is encoded with
             // a stand-in scale (scale 1) and its results are replaced at the end.
             const bool nan_block = byte == nan_byte;
             const u32 naive = nan_block ? (FMT == MX ? 127u : 0x38u) : byte;
-            BlockScale s = block_scale<FMT>(naive, two_level, t);
             u32 words[CHUNKS];
-            encode_group<In, FMT>(raw[u], v, s, words);
-            if (SEARCH) {
-                // Windowed search (mod.rs: search_candidates): MX tries e+1; NV tries the E4M3
-                // bytes within ±5, nearest first; a candidate wins only if strictly better. A
-                // candidate outside the scale range is evaluated as the naive scale (never better),
-                // so the loop stays uniform.
-                float best = block_sse<TPB, CHUNKS>(v, words, s.value);
-                const int steps = FMT == MX ? 1 : 10;
-                for (int k = 1; k <= steps; k++) {
-                    int off = FMT == MX ? 1 : ((k + 1) / 2) * ((k & 1) ? -1 : 1);
-                    int cand = (int)naive + off;
-                    bool ok = FMT == MX ? (naive < 254u) : (cand >= 0x08 && cand <= 0x7e);
-                    u32 c = ok ? (u32)cand : naive;
-                    BlockScale cs = block_scale<FMT>(c, two_level, t);
-                    u32 w[CHUNKS];
-                    encode_group<In, FMT>(raw[u], v, cs, w);
-                    float e = block_sse<TPB, CHUNKS>(v, w, cs.value);
-                    if (ok && e < best) {
-                        best = e;
-                        byte = c;
-#pragma unroll
-                        for (int i = 0; i < CHUNKS; i++) words[i] = w[i];
-                    }
-                }
-            }
+            group_codes<In, FMT, SEARCH, MODE, TPB>(raw[u], naive, two_level, ts, byte, words);
             if (nan_block) {
                 byte = nan_byte;
 #pragma unroll
@@ -410,7 +528,7 @@ __device__ __forceinline__ void quantize(const void* x, u32 chunks, u32* data, u
             }
         }
     }
-    if (two_level && blockIdx.x == 0 && threadIdx.x == 0) *tensor_scale_out = t;
+    if (two_level && blockIdx.x == 0 && threadIdx.x == 0) *tensor_scale_out = ts.t;
 }
 
 // Maximum |x| over the finite elements, as f32 bits, into *out (zeroed by the caller). Each
@@ -462,23 +580,33 @@ __device__ __forceinline__ void finite_amax(const void* x, u32 chunks, u32* out)
 // two interleaved rounds): bf16 inputs gain from more resident warps to hide the latency of
 // their longer per-byte arithmetic, MXFP4 +4% at 8 CTAs (32 registers) and NVFP4 +3% at 5
 // (48 registers; at 6 and 8 it gains less or loses). f32 inputs lose 2-25% under any cap
-// (spills); the search kernels and f16 inputs (not measured) would spill too. Everything
-// else, and other GPUs, keep the compiler's choice. QUANT_MIN_BLOCKS (FP4PROBE_QUANT_DEFINES,
-// src/quant/cuda.rs) sets one value for every entry, for tuning.
+// (spills); the search kernels and f16 inputs (not measured) would spill too. On the H200,
+// with the kernels as they are (reports/sm_90/quant/speed): bf16 MXFP4 at 4 CTAs -4%, bf16
+// NVFP4 at 4 the same; f32 at 4, one-level NVFP4 -2 to -4% (60 registers offline, no spill),
+// the other f32 entries the same.
+// Everything else, and other GPUs, keep the compiler's choice. For tuning (FP4PROBE_QUANT_DEFINES,
+// src/quant/cuda.rs): QUANT_MIN_BLOCKS sets one value for every entry; QUANT_MIN_BLOCKS_F32,
+// _BF16_MX and _BF16_NV the value of the quantization entries of those inputs and formats.
+#ifndef QUANT_MIN_BLOCKS_F32
+#define QUANT_MIN_BLOCKS_F32 1
+#endif
+#ifndef QUANT_MIN_BLOCKS_BF16_MX
+#define QUANT_MIN_BLOCKS_BF16_MX (__CUDA_ARCH__ == 900 ? 8 : 1)
+#endif
+#ifndef QUANT_MIN_BLOCKS_BF16_NV
+#define QUANT_MIN_BLOCKS_BF16_NV (__CUDA_ARCH__ == 900 ? 5 : 1)
+#endif
 template <class In, int FMT, bool SEARCH>
 struct MinBlocks {
 #ifdef QUANT_MIN_BLOCKS
     static constexpr int value = QUANT_MIN_BLOCKS;
 #else
-    static constexpr int value = 1;
+    static constexpr int value = SEARCH    ? 1
+                                 : In::BF16 ? (FMT == MX ? QUANT_MIN_BLOCKS_BF16_MX : QUANT_MIN_BLOCKS_BF16_NV)
+                                 : In::SIGNED_MAGS ? QUANT_MIN_BLOCKS_F32
+                                                   : 1;
 #endif
 };
-#if !defined(QUANT_MIN_BLOCKS) && __CUDA_ARCH__ == 900
-template <int FMT>
-struct MinBlocks<InBF16, FMT, false> {
-    static constexpr int value = FMT == MX ? 8 : 5;
-};
-#endif
 
 // MXFP4 modes: 0 floor, 1 ceil, 2 even, 3 rceil; NVFP4: 1 one-level, 2 two-level.
 #define QUANT_ENTRY(NAME, IN, FMT, SEARCH, MODE)                                                 \

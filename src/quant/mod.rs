@@ -16,6 +16,8 @@ pub mod codes;
 pub mod cuda;
 pub mod health;
 pub mod layout;
+#[cfg(test)]
+mod pair_codes;
 pub mod scale;
 
 use anyhow::{Result, bail};

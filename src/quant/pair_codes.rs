@@ -1,0 +1,122 @@
+//! The E2M1 encoders of the bf16-input kernels, which work on two elements at once in bf16 and
+//! f16 arithmetic (`kernels/quant/fp4_codecs.cuh`: `e2m1_mag6_bf16x2`, `e2m1_mag9_f16x2`;
+//! `kernels/quant/quant.cu`: `e2m1x2_bf16_scaled`, `e2m1x2_bf16_nv1`), mirrored here one
+//! operation per line on one half, and checked equal to `e2m1_encode` of the reference's f32
+//! value for every bf16 input under every scale the kernels can pair it with.
+//!
+//! Each bf16/f16 operation is computed exactly in f32 (products and the sums here fit) and
+//! rounded once to bf16/f16 by `half` (nearest even, subnormals kept): what `fma.rn.bf16x2` and
+//! `fma.rn.f16x2` do.
+
+use super::codes::{e2m1_encode, e4m3_to_f32, e8m0_reciprocal};
+use super::scale::{ScaleMode, mx_scale};
+use half::{bf16, f16};
+
+fn bf(bits: u16) -> f32 {
+    bf16::from_bits(bits).to_f32()
+}
+
+fn to_bf(v: f32) -> u16 {
+    bf16::from_f32(v).to_bits()
+}
+
+fn hf(bits: u16) -> f32 {
+    f16::from_bits(bits).to_f32()
+}
+
+fn to_hf(v: f32) -> u16 {
+    f16::from_f32(v).to_bits()
+}
+
+/// `e2m1x2_bf16_scaled` on one half: the E2M1 code of bf16 `x` times the bf16 power of two
+/// `s` (the kernel's `e8m0_reciprocal_bf16x2`), for |x|·s below 8.
+fn mx_bf16(x: u16, s: u16) -> u8 {
+    let y = to_bf(bf(x & 0x7FFF) * bf(s));
+    let t = y & 0x7F80;
+    let c = (t + 0x0300).max(0x4280);
+    let neg_c = to_bf(bf(c) * bf(0x8080));
+    let g = to_bf(bf(y) + bf(c));
+    let k = to_bf(bf(g) * bf(0x0080) + bf(neg_c)).min(0x01C0);
+    ((k >> 6) as u8) | ((x >> 12) & 8) as u8
+}
+
+/// `e2m1x2_bf16_nv1` on one half: the E2M1 code of bf16 `x` divided by a one-level NVFP4 block
+/// scale whose correctly rounded reciprocal is `rs`.
+fn nv1_bf16(x: u16, rs: f32) -> u8 {
+    let y = to_hf(bf(x & 0x7FFF) * rs).min(0x4600);
+    let c = ((y & 0x7C00) + 0x2400).max(0x6000);
+    let neg_c = to_hf(hf(c) * hf(0x8400));
+    let g = to_hf(hf(y) + hf(c));
+    let k = to_hf(hf(g) * hf(0x0400) + hf(neg_c));
+    ((k >> 9) as u8) | ((x >> 12) & 8) as u8
+}
+
+/// The kernel's `e8m0_reciprocal_bf16x2` on one half.
+fn e8m0_reciprocal_bf16(b: u8) -> u16 {
+    if b == 254 {
+        0x40
+    } else {
+        (254 - b as u16) << 7
+    }
+}
+
+/// Every bf16 bit pattern that is not NaN or infinite (those blocks take the NaN scale and
+/// zero codes before any element is encoded).
+fn finite_bf16() -> impl Iterator<Item = u16> {
+    (0..=u16::MAX).filter(|&x| x & 0x7F80 != 0x7F80)
+}
+
+#[test]
+fn the_bf16_reciprocal_is_the_e8m0_reciprocal() {
+    for b in 0u8..=254 {
+        assert_eq!(bf(e8m0_reciprocal_bf16(b)), e8m0_reciprocal(b), "{b}");
+    }
+}
+
+#[test]
+fn mx_scales_leave_every_scaled_element_below_8() {
+    // What mx_bf16 assumes: an element times the reciprocal of its block's scale is below 8,
+    // for every mode and every finite bf16 block maximum (elements are at most the maximum).
+    for mode in [
+        ScaleMode::Floor,
+        ScaleMode::Ceil,
+        ScaleMode::Even,
+        ScaleMode::Rceil,
+    ] {
+        for amax in finite_bf16().filter(|x| x & 0x8000 == 0) {
+            let b = mx_scale(mode, (amax as u32) << 16);
+            if b == 0xFF {
+                continue;
+            }
+            let y = bf(amax) * e8m0_reciprocal(b);
+            assert!(y < 8.0, "{mode:?} amax {amax:#x} scale {b}: {y}");
+        }
+    }
+}
+
+#[test]
+fn bf16_pair_encoder_equals_the_reference_for_every_input_and_e8m0_scale() {
+    for b in 0u8..=254 {
+        let (s, rcp) = (e8m0_reciprocal_bf16(b), e8m0_reciprocal(b));
+        for x in finite_bf16() {
+            let v = bf(x) * rcp;
+            if v.abs() >= 8.0 {
+                continue;
+            }
+            assert_eq!(mx_bf16(x, s), e2m1_encode(v), "x {x:#06x} scale {b}");
+        }
+    }
+}
+
+#[test]
+fn f16_pair_encoder_equals_the_divided_reference_for_every_input_and_e4m3_scale() {
+    // One-level block scales: the E4M3 values clamped to [2^-6, 448] (bytes 0x08..=0x7E).
+    for byte in 0x08u8..=0x7E {
+        let s = e4m3_to_f32(byte);
+        let rs = 1.0 / s;
+        for x in finite_bf16() {
+            let want = e2m1_encode(bf(x) / s);
+            assert_eq!(nv1_bf16(x, rs), want, "x {x:#06x} scale {s}");
+        }
+    }
+}
