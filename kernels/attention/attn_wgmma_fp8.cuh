@@ -19,8 +19,9 @@
 // c·2^fq; O's column d by 2^fv·(V's tensor scale) at the end.
 //
 // Placement, all of it from measured tables:
-//   - shared-memory tiles in wgmma's K-major layout under the 128B swizzle (64B for Q and K
-//     at head_dim 64, whose rows are 64 bytes), written through the generated offset function
+//   - shared-memory tiles in wgmma's K-major layout, each row one swizzle row: 128B for rows of
+//     128 bytes, 64B for rows of 64 (Q and K at head_dim 64, Vᵀ's 64-key rows at head_dim
+//     128), written through the generated offset function
 //     of the 8-bit study (generated/wgmma/fp4probe_wgmma_smem.cuh) and read through
 //     descriptors made by its make_desc;
 //   - S's accumulator registers through the measured wgmma D layout (d.f32.n64), and P's A
