@@ -356,7 +356,6 @@ __device__ __forceinline__ void store8(const TileChunks8<D>& tc, unsigned char* 
 // ATTN_FP8_WIDEN_ONCE: one key tile's E4M3 K and Vᵀ bytes from the workspace into its stage by
 // cp.async, 16 bytes a copy (K rows past Sk and keys past Skp zero-filled), K's rows in column
 // order; and the columns' key factors, stored.
-__device__ __forceinline__ void cp_async_wait_one() { asm volatile("cp.async.wait_group 1;" ::: "memory"); }
 template <int D>
 __device__ __forceinline__ void copy_tile8(const u8* k8, const u8* v8, const int* fk, unsigned char* stage, int key0,
                                            int Sk, int Skp, int t) {

@@ -224,10 +224,7 @@ impl<'a> AttentionKernel<'a> {
             *buf = Some(DeviceBuffer::zeroed(self.backend, bytes, "FP8 workspace")?);
         }
         let out = buf.as_ref().expect("allocated above").ptr();
-        let u = |v: usize, what: &str| {
-            u32::try_from(v).with_context(|| format!("{what} {v} does not fit in 32 bits"))
-        };
-        let bh = s.batch * s.heads;
+        let bh = s.bh();
         let block = format.block();
         let grid = (4 * self.sms as u32, 2, 1);
         let args = [
@@ -235,11 +232,11 @@ impl<'a> AttentionKernel<'a> {
             KernelArg::Ptr(ops[3]),
             KernelArg::Ptr(ops[5]),
             KernelArg::Ptr(out),
-            KernelArg::U32(u(bh * s.seq_q, "Q rows")?),
-            KernelArg::U32(u(s.kv_bh() * s.seq_k, "K rows")?),
-            KernelArg::U32(u(s.kv_bh() * s.head_dim, "Vᵀ rows")?),
-            KernelArg::U32(u(s.head_dim / block, "scales per row")?),
-            KernelArg::U32(u(s.seq_k_padded() / block, "scales per Vᵀ row")?),
+            KernelArg::U32(fit_u32(bh * s.seq_q, "Q rows")?),
+            KernelArg::U32(fit_u32(s.kv_bh() * s.seq_k, "K rows")?),
+            KernelArg::U32(fit_u32(s.kv_bh() * s.head_dim, "Vᵀ rows")?),
+            KernelArg::U32(fit_u32(s.head_dim / block, "scales per row")?),
+            KernelArg::U32(fit_u32(s.seq_k_padded() / block, "scales per Vᵀ row")?),
         ];
         // SAFETY: fp8_factors_{fmt}(3 × const u8* scales, int* out, u32 q_rows, k_rows, v_rows,
         // qk_row_bytes, v_row_bytes): the scale tensors of `s` in `format` (QuantizedQkv's
@@ -253,12 +250,12 @@ impl<'a> AttentionKernel<'a> {
                 KernelArg::Ptr(ops[4]),
                 KernelArg::Ptr(ops[5]),
                 KernelArg::Ptr(out),
-                KernelArg::U32(u(bh, "batch × heads")?),
-                KernelArg::U32(u(s.seq_q, "seq_q")?),
-                KernelArg::U32(u(s.seq_k, "seq_k")?),
-                KernelArg::U32(u(s.head_dim, "head_dim")?),
-                KernelArg::U32(u(s.seq_k_padded(), "padded seq_k")?),
-                KernelArg::U32(u(s.group(), "K/V head group")?),
+                KernelArg::U32(fit_u32(bh, "batch × heads")?),
+                KernelArg::U32(fit_u32(s.seq_q, "seq_q")?),
+                KernelArg::U32(fit_u32(s.seq_k, "seq_k")?),
+                KernelArg::U32(fit_u32(s.head_dim, "head_dim")?),
+                KernelArg::U32(fit_u32(s.seq_k_padded(), "padded seq_k")?),
+                KernelArg::U32(fit_u32(s.group(), "K/V head group")?),
             ];
             // SAFETY: fp8_widen_{fmt}(K codes, K scales, Vᵀ codes, Vᵀ scales, int* workspace,
             // u32 bh_count, Sq, Sk, D, Skp, kv_group): the operands of `s` in `format`; the workspace of
@@ -339,23 +336,20 @@ impl<'a> AttentionKernel<'a> {
         } else {
             0
         };
-        let u = |v: usize, what: &str| {
-            u32::try_from(v).with_context(|| format!("{what} {v} does not fit in 32 bits"))
-        };
         let mut args: Vec<KernelArg> = ops.iter().map(|&p| KernelArg::Ptr(p)).collect();
         args.push(KernelArg::Ptr(out.ptr()));
         args.extend([
-            KernelArg::U32(u(s.seq_q, "seq_q")?),
-            KernelArg::U32(u(s.seq_k, "seq_k")?),
-            KernelArg::U32(u(s.seq_k_padded(), "padded seq_k")?),
+            KernelArg::U32(fit_u32(s.seq_q, "seq_q")?),
+            KernelArg::U32(fit_u32(s.seq_k, "seq_k")?),
+            KernelArg::U32(fit_u32(s.seq_k_padded(), "padded seq_k")?),
             KernelArg::U32(s.causal as u32),
             KernelArg::Ptr(ts.ptr()),
             KernelArg::U32(score_scale_log2(s.head_dim).to_bits()),
-            KernelArg::U32(u(bh, "batch × heads")?),
+            KernelArg::U32(fit_u32(bh, "batch × heads")?),
             KernelArg::Ptr(counters),
             KernelArg::Ptr(partials),
             KernelArg::Ptr(factors),
-            KernelArg::U32(u(s.group(), "Q heads per K/V head")?),
+            KernelArg::U32(fit_u32(s.group(), "Q heads per K/V head")?),
         ]);
         // SAFETY: attn_{fmt}_dD(6 × const u8*, float*, u32 Sq, u32 Sk, u32 Skp, u32 causal,
         // const float* ts, u32 c0_bits, u32 bh_count, u32* counters, float* partials,
@@ -368,7 +362,7 @@ impl<'a> AttentionKernel<'a> {
         unsafe {
             self.backend.launch_3d_smem(
                 f,
-                (u(grid.0, "grid")?, u(grid.1, "grid")?, 1),
+                (fit_u32(grid.0, "grid")?, fit_u32(grid.1, "grid")?, 1),
                 (variant.threads() as u32, 1),
                 variant.dynamic_smem(s.head_dim) as u32,
                 &args,
@@ -411,14 +405,17 @@ impl<'a> AttentionKernel<'a> {
     }
 }
 
+/// `v` as a kernel's u32 argument, or an error naming `what` when it does not fit.
+fn fit_u32(v: usize, what: &str) -> Result<u32> {
+    u32::try_from(v).with_context(|| format!("{what} {v} does not fit in 32 bits"))
+}
+
 /// The FP8 body's workspace (`Factors` in attn_wgmma_fp8.cuh): i32 row factors of Q, K and Vᵀ,
 /// then K [kv_bh][Sk][D] and Vᵀ [kv_bh][D][Skp] in E4M3, each part from a 256-byte boundary.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Fp8Workspace {
     /// Where the E4M3 K starts (the factors' bytes, rounded up).
     pub e4m3_k: usize,
-    /// Where the E4M3 Vᵀ starts.
-    pub e4m3_v: usize,
     /// The whole workspace.
     pub total: usize,
 }
@@ -428,13 +425,9 @@ impl Fp8Workspace {
         let (bh, kv) = (s.bh(), s.kv_bh());
         let r = |n: usize| n.next_multiple_of(256);
         let e4m3_k = r(4 * (bh * s.seq_q + kv * (s.seq_k + s.head_dim)));
-        let e4m3_v = e4m3_k + r(kv * s.seq_k * s.head_dim);
-        let total = e4m3_v + r(kv * s.head_dim * s.seq_k_padded());
-        Fp8Workspace {
-            e4m3_k,
-            e4m3_v,
-            total,
-        }
+        // K, then Vᵀ.
+        let total = e4m3_k + r(kv * s.seq_k * s.head_dim) + r(kv * s.head_dim * s.seq_k_padded());
+        Fp8Workspace { e4m3_k, total }
     }
 }
 
