@@ -5,7 +5,9 @@
 //! Cosines are printed (`--nocapture`); the suite's are printed by the ignored
 //! `suite_cosines` (`cargo test --release --test attention_fp8 -- --ignored --nocapture`).
 
-use fp4probe::attention::fp8::{ACCUMULATION, Fp8Qkv, K_STEP, p_e4m3};
+use fp4probe::attention::fp8::{
+    ACCUMULATION, Fp8Qkv, K_FACTOR_KEYS, K_STEP, p_e4m3, row_factor_log2,
+};
 use fp4probe::attention::reference::score_factor;
 use fp4probe::attention::*;
 use fp4probe::cli::attention::{Inputs, make_inputs, suite_cases};
@@ -18,7 +20,8 @@ fn shape(b: usize, h: usize, sq: usize, sk: usize, d: usize, causal: bool) -> At
 
 /// The scheme as a tiled kernel runs it: keys in tiles of `tile` (a multiple of 32), an integer
 /// running maximum m, p8 = E4M3(exp2(s2 − m + 8)) under the maximum of the tiles seen so far,
-/// O and l rescaled by 2^(m_old − m_new) when it grows, one row at a time, plain loops.
+/// O and l (a channel of ones that the tensor cores sum per tile, added in f32) rescaled by
+/// 2^(m_old − m_new) when it grows, one row at a time, plain loops.
 fn online(qkv: &QuantizedQkv, tile: usize) -> Vec<f32> {
     let s = &qkv.shape;
     let (d, skp) = (s.head_dim, s.seq_k_padded());
@@ -38,7 +41,7 @@ fn online(qkv: &QuantizedQkv, tile: usize) -> Vec<f32> {
         for i in 0..s.seq_q {
             let n = s.visible_keys(i);
             let qi = bh * s.seq_q + i;
-            let (mut m, mut l, mut o) = (f64::NEG_INFINITY, 0.0f64, vec![0.0f32; d]);
+            let (mut m, mut l, mut o) = (f64::NEG_INFINITY, 0.0f32, vec![0.0f32; d]);
             for t0 in (0..n).step_by(tile) {
                 let keys = t0..(t0 + tile).min(n);
                 let s2: Vec<f64> = keys
@@ -57,7 +60,7 @@ fn online(qkv: &QuantizedQkv, tile: usize) -> Vec<f32> {
                 let m_new = s2.iter().fold(m, |a, &b| a.max(b.ceil()));
                 if m > f64::NEG_INFINITY && m_new > m {
                     let alpha = (m - m_new).exp2();
-                    l *= alpha;
+                    l = (l as f64 * alpha) as f32;
                     o.iter_mut().for_each(|x| *x = (*x as f64 * alpha) as f32);
                 }
                 m = m_new;
@@ -65,7 +68,11 @@ fn online(qkv: &QuantizedQkv, tile: usize) -> Vec<f32> {
                     .iter()
                     .map(|&x| e4m3_to_f32(p_e4m3(x, m)) as f64)
                     .collect();
-                l += p.iter().sum::<f64>();
+                let mut tile_l = 0.0f32;
+                for pg in p.chunks(K_STEP) {
+                    tile_l = dot(tile_l, pg, &[1.0; K_STEP][..pg.len()]);
+                }
+                l += tile_l;
                 for (ch, o) in o.iter_mut().enumerate() {
                     let row = (bh * d + ch) * skp;
                     for (g, pg) in p.chunks(K_STEP).enumerate() {
@@ -77,7 +84,7 @@ fn online(qkv: &QuantizedQkv, tile: usize) -> Vec<f32> {
             for (ch, x) in o.iter().enumerate() {
                 let row = bh * d + ch;
                 let w = (2f64.powi(ops.vt.factor_log2[row]) * qkv.v_tensor_scale as f64) as f32;
-                out[qi * d + ch] = (*x as f64 / l) as f32 * w;
+                out[qi * d + ch] = (*x as f64 / l as f64) as f32 * w;
             }
         }
     }
@@ -127,6 +134,29 @@ fn mxfp4_operands_widen_to_e4m3_exactly() {
             widen(qkv.dequantized_vt()),
             "{inputs:?}"
         );
+    }
+}
+
+#[test]
+fn k_factors_are_one_per_group_of_keys_of_a_head() {
+    // Sk = 300: groups of 128, 128 and 44 keys per head; Outliers vary the rows' scales.
+    let s = shape(1, 4, 50, 300, 64, false).with_kv_heads(2).unwrap();
+    for format in [Format::Nvfp4, Format::Mxfp4] {
+        let (q, k, v) = make_inputs(&s, Inputs::Outliers, 9);
+        let qkv = prequantize(&s, &q, &k, &v, false, format).unwrap();
+        let fk = Fp8Qkv::widen(&qkv).k.factor_log2;
+        let per_row = s.head_dim / format.block();
+        for (h, head) in fk.chunks(s.seq_k).enumerate() {
+            for (g, group) in head.chunks(K_FACTOR_KEYS).enumerate() {
+                let first = (h * s.seq_k + g * K_FACTOR_KEYS) * per_row;
+                let scales = &qkv.k_scale[first..first + group.len() * per_row];
+                let want = row_factor_log2(format, scales);
+                assert!(
+                    group.iter().all(|&f| f == want),
+                    "{format:?} head {h} group {g}"
+                );
+            }
+        }
     }
 }
 

@@ -164,11 +164,13 @@ fn fp8_wgmma_kernel_runs_both_products_on_e4m3_hgmma_for_sm90a() {
     let Some(listing) = sass_of(path, "sm_90a") else {
         return;
     };
-    // S = Q·Kᵀ: m64n128k32 (128-key tiles, Q and K from shared memory); O += P·V: m64n128k32
-    // (D = 128) and m64n64k32 (D = 64), P from registers. No bf16 product and no mma.sync.
+    // S = Q·Kᵀ: m64n128k32 (D = 64: 128-key tiles) and m64n64k32 (D = 128), Q and K from
+    // shared memory; O += P·V: m64n128k32 (D = 128) and m64n64k32 (D = 64), and l = P·1:
+    // m64n8k32, P from registers. No bf16 product and no mma.sync.
     for shape in [
         "QGMMA.64x128x32.F32.E4M3.E4M3",
         "QGMMA.64x64x32.F32.E4M3.E4M3",
+        "QGMMA.64x8x32.F32.E4M3.E4M3",
     ] {
         assert!(listing.contains(shape), "no {shape}");
     }
@@ -185,6 +187,19 @@ fn fp8_wgmma_kernel_runs_both_products_on_e4m3_hgmma_for_sm90a() {
             assert!(listing.contains(&format!("Function : fp8_{pass}_{format}\n")));
         }
     }
+}
+
+#[test]
+fn fp8_kernel_groups_k_factors_as_the_reference_does() {
+    let source = include_str!("../kernels/attention/attn_wgmma_fp8.cuh");
+    let line = format!(
+        "constexpr int K_FACTOR_KEYS = {};",
+        fp4probe::attention::fp8::K_FACTOR_KEYS
+    );
+    assert!(
+        source.contains(&line),
+        "the kernel's K factor groups differ from fp8.rs's"
+    );
 }
 
 #[test]

@@ -23,27 +23,45 @@ __device__ __forceinline__ int factor_of_key(int m) {
     return max(m >> 3, 1) - 7 - 6 + ((m & 7) >= 2);
 }
 
-// Factors for Q's and K's rows (a thread per row, blockIdx.y = 0) and Vᵀ's (a warp per row,
-// blockIdx.y = 1; those rows are Skp/B bytes), into out = [Q rows][K rows][Vᵀ rows].
+// The largest scale key of n bytes, over a warp (every lane gets it).
+template <int FMT>
+__device__ __forceinline__ int warp_scale_key(const u8* s, u64 n, u32 lane) {
+    int m = -1;
+    for (u64 i = lane; i < n; i += 32) m = max(m, scale_key<FMT>(s[i]));
+    return __reduce_max_sync(0xffffffffu, m);
+}
+
+// Factors into out = [Q rows][K rows][Vᵀ rows]: Q's rows a thread per row (blockIdx.y = 0);
+// K's groups of f8::K_FACTOR_KEYS keys of a head (the last one ends at seq_k: its scale bytes
+// are contiguous) and Vᵀ's rows (Skp/B bytes) a warp each (blockIdx.y = 1), a K group's factor
+// written to each of its keys.
 template <int FMT>
 __device__ __forceinline__ void fp8_factors(const u8* q_scale, const u8* k_scale, const u8* v_scale, int* out,
-                                            u32 q_rows, u32 k_rows, u32 v_rows, u32 qk_row_bytes, u32 v_row_bytes) {
+                                            u32 q_rows, u32 k_rows, u32 v_rows, u32 qk_row_bytes, u32 v_row_bytes,
+                                            u32 seq_k) {
+    constexpr u32 G = f8::K_FACTOR_KEYS;
     const u32 threads = gridDim.x * blockDim.x, tid = blockIdx.x * blockDim.x + threadIdx.x;
     if (blockIdx.y == 0) {
-        for (u64 r = tid; r < (u64)q_rows + k_rows; r += threads) {
-            const u8* s = r < q_rows ? q_scale + r * qk_row_bytes : k_scale + (r - q_rows) * qk_row_bytes;
+        for (u64 r = tid; r < q_rows; r += threads) {
+            const u8* s = q_scale + r * qk_row_bytes;
             int m = -1;
             for (u32 i = 0; i < qk_row_bytes; ++i) m = max(m, scale_key<FMT>(s[i]));
             out[r] = factor_of_key<FMT>(m);
         }
-    } else {
-        const u32 lane = threadIdx.x % 32, warps = threads / 32, warp = tid / 32;
-        for (u64 r = warp; r < v_rows; r += warps) {
-            const u8* s = v_scale + r * v_row_bytes;
-            int m = -1;
-            for (u32 i = lane; i < v_row_bytes; i += 32) m = max(m, scale_key<FMT>(s[i]));
-            m = __reduce_max_sync(0xffffffffu, m);
-            if (lane == 0) out[(u64)q_rows + k_rows + r] = factor_of_key<FMT>(m);
+        return;
+    }
+    const u32 lane = threadIdx.x % 32, warps = threads / 32, warp = tid / 32;
+    const u64 per_head = (seq_k + G - 1) / G, k_groups = (u64)(k_rows / seq_k) * per_head;
+    for (u64 r = warp; r < k_groups + v_rows; r += warps) {
+        if (r < k_groups) {
+            const u64 key0 = r / per_head * seq_k + r % per_head * G;
+            const u32 keys = min(G, seq_k - (u32)(r % per_head) * G);
+            const int f = factor_of_key<FMT>(warp_scale_key<FMT>(k_scale + key0 * qk_row_bytes, (u64)keys * qk_row_bytes, lane));
+            for (u32 k = lane; k < keys; k += 32) out[q_rows + key0 + k] = f;
+        } else {
+            const u64 v = r - k_groups;
+            const int m = warp_scale_key<FMT>(v_scale + v * v_row_bytes, v_row_bytes, lane);
+            if (lane == 0) out[(u64)q_rows + k_rows + v] = factor_of_key<FMT>(m);
         }
     }
 }
@@ -91,11 +109,13 @@ __device__ __forceinline__ void fp8_widen(const u8* k_data, const u8* k_scale, c
 FP8_WIDEN_ENTRY(fp8_widen_mxfp4, attn::MX)
 FP8_WIDEN_ENTRY(fp8_widen_nvfp4, attn::NV)
 
-#define FP8_FACTORS_ENTRY(NAME, FMT)                                                                          \
-    extern "C" __global__ void __launch_bounds__(256)                                                         \
-        NAME(const unsigned char* q_scale, const unsigned char* k_scale, const unsigned char* v_scale, int* out, \
-             unsigned q_rows, unsigned k_rows, unsigned v_rows, unsigned qk_row_bytes, unsigned v_row_bytes) {     \
-        attn::fp8_factors<FMT>(q_scale, k_scale, v_scale, out, q_rows, k_rows, v_rows, qk_row_bytes, v_row_bytes); \
+#define FP8_FACTORS_ENTRY(NAME, FMT)                                                                           \
+    extern "C" __global__ void __launch_bounds__(256)                                                          \
+        NAME(const unsigned char* q_scale, const unsigned char* k_scale, const unsigned char* v_scale, int* out,  \
+             unsigned q_rows, unsigned k_rows, unsigned v_rows, unsigned qk_row_bytes, unsigned v_row_bytes,      \
+             unsigned seq_k) {                                                                                    \
+        attn::fp8_factors<FMT>(q_scale, k_scale, v_scale, out, q_rows, k_rows, v_rows, qk_row_bytes, v_row_bytes, \
+                               seq_k);                                                                            \
     }
 FP8_FACTORS_ENTRY(fp8_factors_mxfp4, attn::MX)
 FP8_FACTORS_ENTRY(fp8_factors_nvfp4, attn::NV)

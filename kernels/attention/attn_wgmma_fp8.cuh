@@ -9,14 +9,15 @@
 // consumer warpgroups (64 query rows each) issue S = Q·Kᵀ of tile j together with O += P·V of
 // tile j-1 and take turns at the tensor cores; the grid is persistent and stream-K.
 //
-// Operands. Each row of Q and K and each row of Vᵀ (a channel of V over all keys) has one
-// power-of-two factor 2^f (fp8.rs: row_factor_log2), computed by the pre-pass fp8_factors_*
-// into the launch's factor buffer: [bh][Sq] for Q, [bh][Sk] for K, [bh][D] for Vᵀ (ints). An
-// element is RN_E4M3(code × block scale × 2^-f): the code's value (exact in f16, times 2^-14
-// by shifts and masks, then times 2^14), times the block's multiplier scale·2^-f (f16, exact
-// wherever the element does not round to 0 in E4M3), converted by cvt.rn.satfinite.e4m3x2.f16x2.
-// S column c is multiplied by its key's 2^fk (kept per tile in shared memory) and the row by
-// c·2^fq; O's column d by 2^fv·(V's tensor scale) at the end.
+// Operands. Each row of Q, each group of K_FACTOR_KEYS keys of K and each row of Vᵀ (a channel
+// of V over all keys) has one power-of-two factor 2^f (fp8.rs: row_factor_log2), computed by the
+// pre-pass fp8_factors_* into the launch's factor buffer: [bh][Sq] for Q, [bh][Sk] for K (the
+// group's factor at each key), [bh][D] for Vᵀ (ints). An element is RN_E4M3(code × block scale ×
+// 2^-f), looked up by byte permutes in its block's table of the 8 magnitudes times the block's
+// multiplier scale·2^-f (f16 products, exact wherever the element does not round to 0 in E4M3,
+// converted by cvt.rn.satfinite.e4m3x2.f16x2). A tile's scores are multiplied by c·2^fq·2^fk,
+// one number per row; O's column d by 2^fv·(V's tensor scale) at the end. l = Σ P on the tensor
+// cores, P times a tile of ones (m64n8k32) per tile, the tiles' sums added in f32.
 //
 // Placement, all of it from measured tables:
 //   - shared-memory tiles in wgmma's K-major layout, each row one swizzle row: 128B for rows of
@@ -27,27 +28,26 @@
 //   - S's accumulator registers through the measured wgmma D layout (d.f32.n64), and P's A
 //     registers from them through the measured D→A handoff (handoff.d.f32.n64.a.e4m3.k32):
 //     A step j's k position κ holds S column kPerm[κ], so Vᵀ's k position κ must hold that
-//     column's key. The widening stores a word's 8 codes in the order 0 4 1 5 2 6 3 7
-//     (key_of_slot), so Vᵀ's position κ holds key key_of_slot(κ), and K's row c (S column c)
-//     holds key key_of_col(c) = key_of_slot(kPerm⁻¹(c)).
+//     column's key. The widening keeps the codes' order, so Vᵀ's position κ holds key κ, and
+//     K's row c (S column c) holds key key_of_col(c) = kPerm⁻¹(c).
 
 #pragma once
 
-// Where K and Vᵀ are widened to E4M3: 0 (the default), by each CTA's producer, tile by tile,
-// into shared memory, so nothing but FP4 is ever stored; 1, once per launch by the pre-pass
-// fp8_widen_* into the workspace (an E4M3 copy of K and Vᵀ, twice their FP4 bytes), from which
-// the producer copies E4M3 tiles with cp.async. Widening in the producer costs 5.7 thread
-// instructions per widened element, 11.4 per score element at 128 query rows a CTA (Nsight
-// Compute on the H200, reports/sm_90/attention/h200), about as many as the consumers' softmax;
-// the consumers, not the producer, bound the kernel as it is (h200/README.md). The host reads
-// the same setting (src/attention/paths.rs: fp8_widen_once) to size the workspace.
+// Where K and Vᵀ are widened to E4M3, one compiled variant each (the host picks per shape:
+// src/attention/paths.rs, fp8_widen_once): 0, by each CTA's producer, tile by tile, into shared
+// memory, so nothing but FP4 is stored; 1, once per launch by the pre-pass fp8_widen_* into the
+// workspace (an E4M3 copy of K and Vᵀ, twice their FP4 bytes), from which the producer copies
+// E4M3 tiles with cp.async. Per CTA, every row block of a K/V head widens each of its tiles
+// again, and that widening, not the consumers, bounds the kernel on long sequences
+// (reports/sm_90/attention/h200/README.md). One variant with the choice as an argument held
+// both ways in the producer's registers and ran slower in both.
 #ifndef ATTN_FP8_WIDEN_ONCE
 #define ATTN_FP8_WIDEN_ONCE 0
 #endif
 
-// The producer widens Q (and without ATTN_FP8_WIDEN_ONCE each key tile's 8 chunks, held in
-// registers with their factors): at 80 registers (the bf16 body's) it spilled in either mode;
-// 120 leaves the consumers 192, which they fit in.
+// The producer widens Q (and per CTA each key tile's 8 chunks, held in registers with their
+// factors): at 80 registers (the bf16 body's) it spilled; 120 leaves the consumers 192, which
+// they fit in.
 #ifndef ATTN_PRODUCER_REGS
 #define ATTN_PRODUCER_REGS 120
 #endif
@@ -76,19 +76,27 @@ namespace HO = ::fp4probe::wgmma::handoff_d_f32_n64_a_e4m3_k32;
 // registers, 128 keys at D = 64 and 64 at D = 128 (128 keys there spilled). Q and K rows are D
 // bytes, Vᵀ rows BC bytes: each row one swizzle row of its mode (128B for 128-byte rows, 64B
 // for 64-byte ones), 8 rows one swizzle atom (SBO).
+// Keys that share K's factor (fp8.rs: K_FACTOR_KEYS): a key tile lies in one group, so the
+// factor multiplies the tile's scores once, with the row's.
+constexpr int K_FACTOR_KEYS = 128;
+
 template <int D>
 struct Geo8 {
     static_assert(D == 64 || D == 128, "the FP8 wgmma body runs head_dim 64 and 128");
     static constexpr int BC = D == 64 ? 128 : 64;
+    static_assert(K_FACTOR_KEYS % BC == 0, "a key tile within one factor group");
     static constexpr int QK_SWIZZLE = D == 128 ? SM::kSwizzle128B : SM::kSwizzle64B;
     static constexpr int V_SWIZZLE = BC == 128 ? SM::kSwizzle128B : SM::kSwizzle64B;
     static constexpr int QK_SBO = 8 * D, V_SBO = 8 * BC;
     static constexpr int Q_WG_BYTES = 64 * D;  // one consumer warpgroup's rows
     static constexpr int Q_BYTES = BR * D;
-    static constexpr int K_BYTES = BC * D, V_BYTES = D * BC, KF_BYTES = BC * 4;
+    // A stage: K's tile, Vᵀ's, then one swizzle atom of 8 rows like Vᵀ's that are all ones
+    // (E4M3 1.0, written once per launch): l = P·1 on the tensor cores, an m64n8k32 chain
+    // beside P·V's, each tile's from 0.
+    static constexpr int K_BYTES = BC * D, V_BYTES = D * BC, ONES_BYTES = 8 * BC;
     // Every tile starts on a 1024-byte boundary: the swizzle reads address bits 4..9, which
     // the offset function is then called with as 0.
-    static constexpr int STAGE_BYTES = (K_BYTES + V_BYTES + KF_BYTES + 1023) / 1024 * 1024;
+    static constexpr int STAGE_BYTES = (K_BYTES + V_BYTES + ONES_BYTES + 1023) / 1024 * 1024;
     static constexpr int SMEM = 2 * Q_BYTES + STAGES * STAGE_BYTES;
     static_assert(Q_WG_BYTES % 1024 == 0 && K_BYTES % 1024 == 0, "tiles on 1024-byte boundaries");
 };
@@ -162,8 +170,8 @@ FP4PROBE_HD constexpr int k_perm_inv(int c) {
     return -1;
 }
 // The key (within the tile) of S column c, and the column of key κ.
-FP4PROBE_HD constexpr int key_of_col(int c) { return key_of_slot(k_perm_inv(c)); }
-FP4PROBE_HD constexpr int col_of_key(int k) { return k_perm(slot_of_key(k)); }
+FP4PROBE_HD constexpr int key_of_col(int c) { return k_perm_inv(c); }
+FP4PROBE_HD constexpr int col_of_key(int k) { return k_perm(k); }
 FP4PROBE_HD constexpr bool columns_are_a_permutation() {
     for (int c = 0; c < 128; ++c)
         if (col_of_key(key_of_col(c)) != c || key_of_col(c) / 32 != c / 32) return false;
@@ -182,17 +190,6 @@ __constant__ ColumnKeys kColumnKeys = ColumnKeys();
 
 // ---- FP4 to E4M3 ----------------------------------------------------------------------------
 
-// Codes K and K+4 of word w as f16x2, each the code's value times 2^-14 exactly: magnitude
-// bits e1 e0 m at f16 bits 11..9 (exponent field e, top mantissa bit m: (1 + m/2)·2^(e-15)
-// for e ≥ 1, m·2^-15 for e = 0), the sign at bit 15. The shifted nibble's sign lands on bit
-// 12; adding 7 times it moves it to bit 15.
-template <int K>
-__device__ __forceinline__ u32 e2m1_pair_f16_scaled_down(u32 w) {
-    constexpr int k = K & 1;
-    const u32 x = K < 2 ? w : w >> 8;
-    const u32 v = (x & (0x000f000fu << (4 * k))) << (9 - 4 * k);
-    return v + (v & 0x10001000u) * 7u;
-}
 __device__ __forceinline__ u32 hmul2(u32 a, u32 b) {
     u32 d;
     asm("mul.rn.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
@@ -201,6 +198,11 @@ __device__ __forceinline__ u32 hmul2(u32 a, u32 b) {
 __device__ __forceinline__ u32 e4m3x2_of_f16x2(u32 h) {
     unsigned short d;
     asm("cvt.rn.satfinite.e4m3x2.f16x2 %0, %1;" : "=h"(d) : "r"(h));
+    return d;
+}
+__device__ __forceinline__ u32 prmt(u32 a, u32 b, u32 sel) {
+    u32 d;
+    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(sel));
     return d;
 }
 
@@ -223,15 +225,34 @@ __device__ __forceinline__ u32 block_multiplier(u32 s, int f) {
     return h | (h << 16);
 }
 
-// 8 codes (one word) under one multiplier to 8 E4M3 bytes, in the order 0 4 1 5 2 6 3 7.
-__device__ __forceinline__ uint2 widen_word(u32 w, u32 mult) {
-    constexpr u32 TWO_POW_14 = 0x74007400u;
-    u32 b[4];
-    b[0] = e4m3x2_of_f16x2(hmul2(hmul2(e2m1_pair_f16_scaled_down<0>(w), TWO_POW_14), mult));
-    b[1] = e4m3x2_of_f16x2(hmul2(hmul2(e2m1_pair_f16_scaled_down<1>(w), TWO_POW_14), mult));
-    b[2] = e4m3x2_of_f16x2(hmul2(hmul2(e2m1_pair_f16_scaled_down<2>(w), TWO_POW_14), mult));
-    b[3] = e4m3x2_of_f16x2(hmul2(hmul2(e2m1_pair_f16_scaled_down<3>(w), TWO_POW_14), mult));
-    return make_uint2(b[0] | (b[1] << 16), b[2] | (b[3] << 16));
+// A block's widening as a byte table: byte i of {lo, hi} is the E4M3 byte of magnitude code i
+// (0, 0.5, 1, 1.5, 2, 3, 4, 6) times the multiplier: the f16 product (exact wherever the
+// element does not round to 0 in E4M3) rounded by cvt.rn.satfinite.e4m3x2.f16x2. Four f16x2
+// multiplies and conversions a block, then a word of codes is two byte permutes.
+struct Table8 {
+    u32 lo, hi;
+};
+__device__ __forceinline__ Table8 block_table(u32 mult) {
+    const u32 m01 = e4m3x2_of_f16x2(hmul2(0x38000000u, mult));  // 0, 0.5
+    const u32 m23 = e4m3x2_of_f16x2(hmul2(0x3e003c00u, mult));  // 1, 1.5
+    const u32 m45 = e4m3x2_of_f16x2(hmul2(0x42004000u, mult));  // 2, 3
+    const u32 m67 = e4m3x2_of_f16x2(hmul2(0x46004400u, mult));  // 4, 6
+    return {m01 | (m23 << 16), m45 | (m67 << 16)};
+}
+
+// Four codes (the nibbles of c's low 16 bits, code i in nibble i) to four E4M3 bytes in order:
+// the magnitude from the table (prmt selects byte (nibble & 7)), the sign from a second prmt
+// whose selector keeps the code's sign bit, prmt's sign-replicate flag: 0x7f for a positive
+// code, 0x00 for a negative one, so adding 1 to each byte leaves bit 7 clear exactly for the
+// negative codes.
+__device__ __forceinline__ u32 widen_quad(u32 c, const Table8& t) {
+    const u32 mag = prmt(t.lo, t.hi, c & 0x7777u);
+    const u32 pos = prmt(0x7f7f7f7fu, 0x7f7f7f7fu, c) + 0x01010101u;
+    return mag | (~pos & 0x80808080u);
+}
+// 8 codes (one word) to 8 E4M3 bytes, in order.
+__device__ __forceinline__ uint2 widen_word(u32 w, const Table8& t) {
+    return make_uint2(widen_quad(w, t), widen_quad(w >> 16, t));
 }
 
 // 32 codes (a chunk: 16 bytes along a row) with their scales and the row's factor f, widened
@@ -241,13 +262,14 @@ __device__ __forceinline__ void widen_chunk_bytes(const Chunk& c, int f, uint4 (
     const u32 w[4] = {c.bytes.x, c.bytes.y, c.bytes.z, c.bytes.w};
     uint2 o[4];
     if (FMT == MX) {
-        const u32 m = block_multiplier<MX>(c.scales, f);
+        const Table8 t = block_table(block_multiplier<MX>(c.scales, f));
 #pragma unroll
-        for (int q = 0; q < 4; ++q) o[q] = widen_word(w[q], m);
+        for (int q = 0; q < 4; ++q) o[q] = widen_word(w[q], t);
     } else {
-        const u32 m0 = block_multiplier<NV>(c.scales & 0xffu, f), m1 = block_multiplier<NV>(c.scales >> 8, f);
+        const Table8 t0 = block_table(block_multiplier<NV>(c.scales & 0xffu, f));
+        const Table8 t1 = block_table(block_multiplier<NV>(c.scales >> 8, f));
 #pragma unroll
-        for (int q = 0; q < 4; ++q) o[q] = widen_word(w[q], q < 2 ? m0 : m1);
+        for (int q = 0; q < 4; ++q) o[q] = widen_word(w[q], q < 2 ? t0 : t1);
     }
     out[0] = make_uint4(o[0].x, o[0].y, o[1].x, o[1].y);
     out[1] = make_uint4(o[2].x, o[2].y, o[3].x, o[3].y);
@@ -267,8 +289,7 @@ __device__ __forceinline__ float pow2(int f) { return __int_as_float((127 + max(
 // The launch's workspace (the host's copy: src/attention/kernel.rs, Fp8Workspace): the row
 // factors of Q, K and Vᵀ (fp8_factors_*: [bh][Sq], [kv_bh][Sk], [kv_bh][D] ints; K and Vᵀ have
 // kv_bh = bh_count / kv_group heads), then, for ATTN_FP8_WIDEN_ONCE, K and Vᵀ in E4M3
-// (fp8_widen_*: [kv_bh][Sk][D] and [kv_bh][D][Skp] bytes, each word's 8 codes in widen_word's
-// order), each part from a 256-byte boundary.
+// (fp8_widen_*: [kv_bh][Sk][D] and [kv_bh][D][Skp] bytes), each part from a 256-byte boundary.
 FP4PROBE_HD constexpr u64 round256(u64 n) { return (n + 255) / 256 * 256; }
 struct Factors {
     const int *q, *k, *v;
@@ -332,20 +353,20 @@ __device__ __forceinline__ void fetch8(TileChunks8<D>& tc, const u8* k_data, con
 }
 
 // The tile into its stage: K rows in column order (key i % BC to row col_of_key), Vᵀ rows by
-// channel, and each S column's key factor 2^fk (1 past Sk: those columns are masked).
+// channel; and the tile's key factor 2^fk (one for the tile's keys: fp8.rs, K_FACTOR_KEYS) into
+// kf, from thread 0's first chunk, key0's.
 template <int D, int FMT>
-__device__ __forceinline__ void store8(const TileChunks8<D>& tc, unsigned char* stage, int t) {
+__device__ __forceinline__ void store8(const TileChunks8<D>& tc, unsigned char* stage, float* kf, int t) {
     using G = Geo8<D>;
     constexpr int BC = G::BC;
     unsigned char* k_tile = stage;
     unsigned char* v_tile = stage + G::K_BYTES;
-    float* kf = reinterpret_cast<float*>(stage + G::K_BYTES + G::V_BYTES);
 #pragma unroll
     for (int c = 0; c < TileChunks8<D>::KC; ++c) {
         const int i = t + 128 * c, col = col_of_key(i % BC);
         widen_chunk<FMT, G::QK_SWIZZLE, G::QK_SBO>(tc.k[c], tc.fk[c], k_tile, col, 32 * (i / BC));
-        if (i < BC) kf[col] = pow2(tc.fk[c]);
     }
+    if (t == 0) *kf = pow2(tc.fk[0]);
 #pragma unroll
     for (int c = 0; c < TileChunks8<D>::VC; ++c) {
         const int i = t + 128 * c;
@@ -355,10 +376,10 @@ __device__ __forceinline__ void store8(const TileChunks8<D>& tc, unsigned char* 
 
 // ATTN_FP8_WIDEN_ONCE: one key tile's E4M3 K and Vᵀ bytes from the workspace into its stage by
 // cp.async, 16 bytes a copy (K rows past Sk and keys past Skp zero-filled), K's rows in column
-// order; and the columns' key factors, stored.
+// order; and the tile's key factor, stored.
 template <int D>
-__device__ __forceinline__ void copy_tile8(const u8* k8, const u8* v8, const int* fk, unsigned char* stage, int key0,
-                                           int Sk, int Skp, int t) {
+__device__ __forceinline__ void copy_tile8(const u8* k8, const u8* v8, const int* fk, unsigned char* stage, float* kf,
+                                           int key0, int Sk, int Skp, int t) {
     using G = Geo8<D>;
     constexpr int BC = G::BC, KP = BC * D / 16, VP = D * BC / 16;
     static_assert(KP % 128 == 0 && VP % 128 == 0, "whole pieces per thread");
@@ -377,15 +398,14 @@ __device__ __forceinline__ void copy_tile8(const u8* k8, const u8* v8, const int
         cp_async<16>(v_tile + tile_offset<G::V_SWIZZLE, G::V_SBO>(d, col), in ? v8 + (u64)d * Skp + key : v8,
                      in ? 16 : 0);
     }
-    float* kf = reinterpret_cast<float*>(stage + G::K_BYTES + G::V_BYTES);
-    if (t < BC) kf[col_of_key(t)] = key0 + t < Sk ? pow2(__ldg(fk + key0 + t)) : 1.0f;
+    if (t == 0) *kf = pow2(__ldg(fk + key0));
 }
 
 // The producer's walk: per segment its Work, the row block's Q widened into one of two Q
 // buffers, then its key tiles through the ring, each fetched while the one before is stored.
 template <int D, int FMT>
 __device__ __forceinline__ void produce8(int Sq, int Sk, int causal, u32 bh_count, unsigned char* q_tiles, Work* works,
-                                         unsigned char* stages, FullBarriers* full, const Operands& op,
+                                         unsigned char* stages, float* kf, FullBarriers* full, const Operands& op,
                                          const Factors& fac, int t) {
     using G = Geo8<D>;
     constexpr int B = Blk<FMT>::n, BC = G::BC, QW = 64 * (D / 32) / 128;
@@ -397,6 +417,11 @@ __device__ __forceinline__ void produce8(int Sq, int Sk, int causal, u32 bh_coun
         sched.start(cursor, blockIdx.x);
     }
     const int Skp = op.Skp;
+    // The ones rows of every stage, before the first stage is told full (its fence orders them
+    // for the tensor cores too); no tile overwrites them.
+    for (int s = 0; s < STAGES; ++s)
+        for (int i = t; i < G::ONES_BYTES / 4; i += 128)
+            reinterpret_cast<u32*>(stages + s * G::STAGE_BYTES + G::K_BYTES + G::V_BYTES)[i] = 0x38383838u;
     int ring = 0, seg = 0;
     for (;; ++seg) {
         if (seg >= 2) bar_sync(bar_q_empty(seg & 1), THREADS);
@@ -438,7 +463,7 @@ __device__ __forceinline__ void produce8(int Sq, int Sk, int causal, u32 bh_coun
             for (int j = sg.t0; j < sg.t1; ++j) {
                 const int s = ring % STAGES;
                 if (ring >= STAGES) bar_sync(bar_empty(s), THREADS);
-                copy_tile8<D>(k8, v8, fk, stages + s * G::STAGE_BYTES, j * BC, Sk, Skp, t);
+                copy_tile8<D>(k8, v8, fk, stages + s * G::STAGE_BYTES, kf + s, j * BC, Sk, Skp, t);
                 cp_async_commit();
                 if (j > sg.t0) {
                     cp_async_wait_one();
@@ -455,7 +480,7 @@ __device__ __forceinline__ void produce8(int Sq, int Sk, int causal, u32 bh_coun
         for (int j = sg.t0; j < sg.t1; ++j) {
             const int s = ring % STAGES;
             if (ring >= STAGES) bar_sync(bar_empty(s), THREADS);
-            store8<D, FMT>(tc, stages + s * G::STAGE_BYTES, t);
+            store8<D, FMT>(tc, stages + s * G::STAGE_BYTES, kf + s, t);
             fence_async_smem();
             mbar_arrive(&full->stage[s]);
             ++ring;
@@ -472,30 +497,24 @@ __device__ __forceinline__ void produce8(int Sq, int Sk, int causal, u32 bh_coun
 // ---- the consumers --------------------------------------------------------------------------
 
 
-// S of one key tile to P in E4M3: each column times its key's factor (exact), masked where
-// the tile reaches past Sk or the diagonal (EDGE); the row's integer running maximum advanced
-// from the maxima of that times cq = c·2^fq; p = ex2(x·cq + 8 - m) rounded to E4M3 by
-// cvt.rn.satfinite.e4m3x2.f32 into the A registers of P·V's four k32 steps; the rounded
-// values (back through f16, exactly) summed into l.
+// S of one key tile to P in E4M3: masked where the tile reaches past Sk or the diagonal (EDGE);
+// the row's integer running maximum advanced from the maxima of S times the tile's cq =
+// c·2^fq·2^fk (a power-of-two factor per tile: exact); p = ex2(S·cq + 8 - m) rounded to E4M3
+// by cvt.rn.satfinite.e4m3x2.f32 into the A registers of P·V's k32 steps. l is not summed
+// here: the tensor cores sum it (issue_pv8).
 template <int D, bool EDGE>
-__device__ __forceinline__ void softmax_to_p8_(const float (&sacc)[Geo8<D>::BC / 2], const float* kf, RowState& st,
-                                               const float (&cq)[2], int key0, int q0, int Sk, int causal, int lane,
+__device__ __forceinline__ void softmax_to_p8_(const float (&sacc)[Geo8<D>::BC / 2], RowState& st, const float (&cq)[2],
+                                               int key0, int q0, int Sk, int causal, int lane,
                                                u32 (&a)[Geo8<D>::BC / 32][4], float (&alpha)[2]) {
     constexpr int S_REGS = Geo8<D>::BC / 2, P_STEPS = Geo8<D>::BC / 32;
     float x[S_REGS];
 #pragma unroll
-    for (int nt = 0; nt < S_REGS / 4; ++nt) {
-        const float2 f2 = *reinterpret_cast<const float2*>(kf + 8 * nt + L::d_col_formula(lane, 0, 0));
-#pragma unroll
-        for (int r = 0; r < 4; ++r) {
-            const int i = 4 * nt + r;
-            float v = __fmul_rn(sacc[i], r % 2 == 0 ? f2.x : f2.y);
-            if (EDGE) {
-                const int row = q0 + L::d_row_formula(lane, r, 0);
-                const int key = key0 + kColumnKeys.key[8 * nt + L::d_col_formula(lane, r, 0)];
-                if (key >= Sk || (causal && key > row)) v = NEG_INF;
-            }
-            x[i] = v;
+    for (int i = 0; i < S_REGS; ++i) {
+        x[i] = sacc[i];
+        if (EDGE) {
+            const int row = q0 + L::d_row_formula(lane, i % 4, 0);
+            const int key = key0 + kColumnKeys.key[8 * (i / 4) + L::d_col_formula(lane, i % 4, 0)];
+            if (key >= Sk || (causal && key > row)) x[i] = NEG_INF;
         }
     }
     float tmax[2];
@@ -518,33 +537,28 @@ __device__ __forceinline__ void softmax_to_p8_(const float (&sacc)[Geo8<D>::BC /
     float p[S_REGS];
 #pragma unroll
     for (int i = 0; i < S_REGS; ++i) p[i] = ex2(__fmaf_rn(x[i], cq[acc_half(i)], add[acc_half(i)]));
-    float lsum[2] = {0.0f, 0.0f};
 #pragma unroll
     for (int j = 0; j < P_STEPS; ++j)
 #pragma unroll
         for (int r = 0; r < 4; ++r) {
             u32 pair[2];
 #pragma unroll
-            for (int e = 0; e < 2; ++e) {
-                const int s0 = a_src(j, 4 * r + 2 * e), s1 = a_src(j, 4 * r + 2 * e + 1);
-                pair[e] = e4m3x2_round(p[s0], p[s1]);
-                float lo, hi;
-                e4m3x2_to_f32(pair[e], lo, hi);
-                lsum[acc_half(s0)] = __fadd_rn(lsum[acc_half(s0)], __fadd_rn(lo, hi));
-            }
+            for (int e = 0; e < 2; ++e)
+                pair[e] = e4m3x2_round(p[a_src(j, 4 * r + 2 * e)], p[a_src(j, 4 * r + 2 * e + 1)]);
             a[j][r] = pair[0] | (pair[1] << 16);
         }
-    advance_row_sum(lsum, st.l_run, alpha);
 }
 
+// ... with the row factors cq_row = c·2^fq and the tile's key factor kf.
 template <int D>
-__device__ __forceinline__ void softmax_to_p8(const float (&sacc)[Geo8<D>::BC / 2], const float* kf, RowState& st,
-                                              const float (&cq)[2], bool edge, int key0, int q0, int Sk, int causal,
+__device__ __forceinline__ void softmax_to_p8(const float (&sacc)[Geo8<D>::BC / 2], float kf, RowState& st,
+                                              const float (&cq_row)[2], bool edge, int key0, int q0, int Sk, int causal,
                                               int lane, u32 (&a)[Geo8<D>::BC / 32][4], float (&alpha)[2]) {
+    const float cq[2] = {__fmul_rn(cq_row[0], kf), __fmul_rn(cq_row[1], kf)};
     if (edge)
-        softmax_to_p8_<D, true>(sacc, kf, st, cq, key0, q0, Sk, causal, lane, a, alpha);
+        softmax_to_p8_<D, true>(sacc, st, cq, key0, q0, Sk, causal, lane, a, alpha);
     else
-        softmax_to_p8_<D, false>(sacc, kf, st, cq, key0, q0, Sk, causal, lane, a, alpha);
+        softmax_to_p8_<D, false>(sacc, st, cq, key0, q0, Sk, causal, lane, a, alpha);
 }
 
 // The descriptors of a tile's k32 steps (32 bytes apart along the row; the start address
@@ -565,11 +579,16 @@ __device__ __forceinline__ void issue_s8(float (&sacc)[Geo8<D>::BC / 2], const u
     for (int kk = 0; kk < D / 32; ++kk) WgmmaE4m3<Geo8<D>::BC>::ss(sacc, dq[kk], dk[kk], kk);
     wgmma_commit();
 }
+// O += P·V, and the tile's l = P·1 from 0 (the ones atom's descriptors: dv's plus V_BYTES).
 template <int D>
-__device__ __forceinline__ void issue_pv8(float (&o)[D / 2], const u32 (&a)[Geo8<D>::BC / 32][4],
+__device__ __forceinline__ void issue_pv8(float (&o)[D / 2], float (&lt)[4], const u32 (&a)[Geo8<D>::BC / 32][4],
                                           const u64 (&dv)[Geo8<D>::BC / 32]) {
+    constexpr u64 ONES = Geo8<D>::V_BYTES / 16;  // the descriptor's address field counts 16 bytes
 #pragma unroll
-    for (int j = 0; j < Geo8<D>::BC / 32; ++j) WgmmaE4m3<D>::rs(o, a[j], dv[j], 1);
+    for (int j = 0; j < Geo8<D>::BC / 32; ++j) {
+        WgmmaE4m3<D>::rs(o, a[j], dv[j], 1);
+        WgmmaE4m3<8>::rs(lt, a[j], dv[j] + ONES, j > 0);
+    }
     wgmma_commit();
 }
 
@@ -577,9 +596,9 @@ __device__ __forceinline__ void issue_pv8(float (&o)[D / 2], const u32 (&a)[Geo8
 // warpgroups (tile j's S issued with tile j-1's P·V, turns at the tensor cores, only the live
 // tiles computed).
 template <int D>
-__device__ __forceinline__ void consume8(u32 q_addr, unsigned char* stages, const FullBarriers* full, int ring0,
-                                         const Work& sg, int Sq, int Sk, int causal, const float (&cq)[2], int w, int t,
-                                         float (&o)[D / 2], RowState& st) {
+__device__ __forceinline__ void consume8(u32 q_addr, unsigned char* stages, const float* kf, const FullBarriers* full,
+                                         int ring0, const Work& sg, int Sq, int Sk, int causal, const float (&cq)[2],
+                                         int w, int t, float (&o)[D / 2], RowState& st) {
     using G = Geo8<D>;
     constexpr int BC = G::BC, S_REGS = BC / 2, P_STEPS = BC / 32;
     const int lane = t % 32, warp = t / 32;
@@ -588,9 +607,7 @@ __device__ __forceinline__ void consume8(u32 q_addr, unsigned char* stages, cons
     const u32 st_addr = shared_addr(stages);
     auto stage = [&](int i) { return (ring0 + i) % STAGES; };
     auto k_addr = [&](int i) { return st_addr + stage(i) * G::STAGE_BYTES; };
-    auto kf_of = [&](int i) {
-        return reinterpret_cast<const float*>(stages + stage(i) * G::STAGE_BYTES + G::K_BYTES + G::V_BYTES);
-    };
+    auto kf_of = [&](int i) { return kf[stage(i)]; };
     auto key0 = [&](int i) { return (sg.t0 + i) * BC; };
     auto edge = [&](int i) { return key0(i) + BC > Sk || (causal && key0(i) + BC - 1 > q_wg); };
     const int q_last = min(q_wg + 63, Sq - 1);
@@ -600,7 +617,7 @@ __device__ __forceinline__ void consume8(u32 q_addr, unsigned char* stages, cons
     st = RowState();
 #pragma unroll
     for (int i = 0; i < D / 2; ++i) o[i] = 0.0f;
-    float sacc[S_REGS], alpha[2];
+    float sacc[S_REGS], alpha[2], lt[4];
     u32 a[P_STEPS][4], a2[P_STEPS][4];
     u64 dq[D / 32], dk[D / 32], dv[P_STEPS];
     step_descs8<G::QK_SWIZZLE, G::QK_SBO>(dq, q_addr);
@@ -632,10 +649,19 @@ __device__ __forceinline__ void consume8(u32 q_addr, unsigned char* stages, cons
     wgmma_wait<0>();
     fence_regs(sacc);
     softmax_to_p8<D>(sacc, kf_of(0), st, cq, edge(0), key0(0), q0, Sk, causal, lane, a, alpha);
+    // A tile's l (its 8 columns equal: registers 0, 1 are row half 0, 2, 3 half 1) into the
+    // f32 l (fp8.rs: reference_fp8, step 5).
+    auto add_tile_l = [&]() {
+        static_assert(acc_half(0) == 0 && acc_half(2) == 1, "the n8 accumulator's registers by row half");
+#pragma unroll
+        for (int h = 0; h < 2; ++h) st.l_run[h] = __fadd_rn(st.l_run[h], lt[2 * h]);
+    };
     auto rescale = [&]() {
         if (__any_sync(0xffffffffu, alpha[0] != 1.0f || alpha[1] != 1.0f)) {
 #pragma unroll
             for (int i = 0; i < D / 2; ++i) o[i] = __fmul_rn(o[i], alpha[acc_half(i)]);
+#pragma unroll
+            for (int h = 0; h < 2; ++h) st.l_run[h] = __fmul_rn(st.l_run[h], alpha[h]);
         }
     };
     auto round = [&](int i, u32(&p_in)[P_STEPS][4], u32(&p_out)[P_STEPS][4]) {
@@ -644,15 +670,17 @@ __device__ __forceinline__ void consume8(u32 q_addr, unsigned char* stages, cons
         turn_take(w);
         wgmma_fence();
         issue_s8<D>(sacc, dq, dk);
-        issue_pv8<D>(o, p_in, dv);
+        issue_pv8<D>(o, lt, p_in, dv);
         turn_pass(w);
         wgmma_wait<1>();
         fence_regs(sacc);
         softmax_to_p8<D>(sacc, kf_of(i), st, cq, edge(i), key0(i), q0, Sk, causal, lane, p_out, alpha);
         wgmma_wait<0>();
         fence_regs(o);
+        fence_regs(lt);
         fence_regs(p_in);
         bar_arrive(bar_empty(stage(i - 1)), THREADS);
+        add_tile_l();
         rescale();
     };
     auto finish = [&](u32(&p_in)[P_STEPS][4]) {
@@ -662,11 +690,13 @@ __device__ __forceinline__ void consume8(u32 q_addr, unsigned char* stages, cons
         if (in_next_turn) await_full(n);
         turn_take(w);
         wgmma_fence();
-        issue_pv8<D>(o, p_in, dv);
+        issue_pv8<D>(o, lt, p_in, dv);
         turn_pass(w);
         wgmma_wait<0>();
         fence_regs(o);
+        fence_regs(lt);
         bar_arrive(bar_empty(stage(n - 1)), THREADS);
+        add_tile_l();
         if (in_next_turn) bar_arrive(bar_empty(stage(n)), THREADS);
         if (n < tiles) pass_through(in_next_turn ? n + 1 : n);
     };
@@ -705,6 +735,7 @@ __device__ void attention_wgmma_fp8(const u8* __restrict__ q_data, const u8* __r
     unsigned char* stages = smem + 2 * G::Q_BYTES;
     __shared__ Work works[2];
     __shared__ FullBarriers full;
+    __shared__ float kf[STAGES];  // each stage's key factor 2^fk
     if (threadIdx.x == 0) {
 #pragma unroll
         for (int s = 0; s < STAGES; ++s) mbar_init(&full.stage[s], 128);
@@ -716,7 +747,7 @@ __device__ void attention_wgmma_fp8(const u8* __restrict__ q_data, const u8* __r
     const Factors fac(factors, bh_count, Sq, Sk, D, Skp, kv_group);
     if (wgi == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(PRODUCER_REGS));
-        produce8<D, FMT>(Sq, Sk, causal, bh_count, q_tiles, works, stages, &full,
+        produce8<D, FMT>(Sq, Sk, causal, bh_count, q_tiles, works, stages, kf, &full,
                          Operands{q_data, q_scale, k_data, k_scale, v_data, v_scale, Skp, kv_group}, fac, t);
         return;
     }
@@ -743,7 +774,7 @@ __device__ void attention_wgmma_fp8(const u8* __restrict__ q_data, const u8* __r
         }
         float o[D / 2];
         RowState st;
-        consume8<D>(q_addr + (seg & 1) * G::Q_BYTES, stages, &full, ring, wk, Sq, Sk, causal, cq, w, t, o, st);
+        consume8<D>(q_addr + (seg & 1) * G::Q_BYTES, stages, kf, &full, ring, wk, Sq, Sk, causal, cq, w, t, o, st);
         bar_arrive(bar_q_empty(seg & 1), THREADS);
         ring += wk.t1 - wk.t0;
         // O's column d: 2^fv_d times V's tensor scale, both rounded once (fp8.rs: reference_fp8).

@@ -3,6 +3,7 @@
 //! and its CPU reference (`reference_fp8`). `docs/attention-fp8.md` states the arithmetic and
 //! why it is exact where it says so; `reference_fp8`'s doc is the normative statement.
 
+use super::paths::KernelPath;
 use super::prequant::QuantizedQkv;
 use super::reference::{par_rows, score_factor};
 use crate::quant::codes::{E4M3_NAN, E8M0_NAN, e2m1_decode, e4m3_round, e4m3_to_f32};
@@ -20,6 +21,13 @@ pub const K_STEP: usize = 32;
 
 /// The tensor-core accumulation the reference models for both products.
 pub const ACCUMULATION: Accumulation = Accumulation::FP8_F32;
+
+/// Keys that share K's factor: each group of this many keys of a head (from key 0; the last
+/// group ends at Sk) takes the factor of its largest block scale. A kernel's key tile (64 or
+/// 128 keys) lies in one group, so the factor multiplies the tile's scores as one number, with
+/// the row's c·2^fq, instead of a multiply per score; a key whose blocks are within 14
+/// binades of its group's largest loses nothing to it (`docs/attention-fp8.md`).
+pub const K_FACTOR_KEYS: usize = 128;
 
 /// The largest finite block scale of a row, as an exponent and a 3-bit mantissa field
 /// (E8M0: the power of two, mantissa 0); `None` when every block scale is NaN.
@@ -90,16 +98,43 @@ impl E4m3Rows {
     /// Widen `rows` rows of `row_len` FP4 elements (packed codes `data`, one scale byte per
     /// block of `format` along the row), each row with the factor of its own block scales.
     pub fn widen(format: Format, data: &[u8], scale: &[u8], rows: usize, row_len: usize) -> Self {
+        Self::widen_grouped(format, data, scale, rows, row_len, rows, 1)
+    }
+
+    /// As `widen`, with one factor per group of `group` rows: the rows come in runs of
+    /// `rows_per_head` (a head), cut into groups from each run's first row (the last group of
+    /// a run shorter), and a group's factor is that of all of its block scales.
+    pub fn widen_grouped(
+        format: Format,
+        data: &[u8],
+        scale: &[u8],
+        rows: usize,
+        row_len: usize,
+        rows_per_head: usize,
+        group: usize,
+    ) -> Self {
         let blk = format.block();
         let per_row = row_len / blk;
         let codes = quant::unpack(data);
         assert_eq!(codes.len(), rows * row_len, "codes do not match the rows");
         assert_eq!(scale.len(), rows * per_row, "scales do not match the rows");
-        let mut bytes = Vec::with_capacity(rows * row_len);
+        assert!(
+            group >= 1 && rows_per_head >= 1,
+            "groups of at least one row"
+        );
         let mut factor_log2 = Vec::with_capacity(rows);
-        for (row, scales) in codes.chunks(row_len).zip(scale.chunks(per_row)) {
-            let f = row_factor_log2(format, scales);
-            factor_log2.push(f);
+        for head in scale.chunks(rows_per_head * per_row) {
+            for g in head.chunks(group * per_row) {
+                let f = row_factor_log2(format, g);
+                factor_log2.extend(std::iter::repeat_n(f, g.len() / per_row));
+            }
+        }
+        let mut bytes = Vec::with_capacity(rows * row_len);
+        for ((row, scales), &f) in codes
+            .chunks(row_len)
+            .zip(scale.chunks(per_row))
+            .zip(&factor_log2)
+        {
             for (block, &s) in row.chunks(blk).zip(scales) {
                 bytes.extend(block.iter().map(|&c| element_e4m3(format, c, s, f)));
             }
@@ -130,9 +165,10 @@ impl E4m3Rows {
     }
 }
 
-/// Q, K and Vᵀ of a `QuantizedQkv` in E4M3, laid out as its FP4 operands: Q [B,H,Sq,D] and K
-/// [B,Hkv,Sk,D] with a factor per row (per query, per key), Vᵀ [B,Hkv,D,Skp] with a factor per
-/// row of Vᵀ, that is per column (channel) of V, over all of that channel's keys.
+/// Q, K and Vᵀ of a `QuantizedQkv` in E4M3, laid out as its FP4 operands: Q [B,H,Sq,D] with a
+/// factor per row (per query), K [B,Hkv,Sk,D] with a factor per `K_FACTOR_KEYS` keys of a head
+/// (kept per row, repeated), Vᵀ [B,Hkv,D,Skp] with a factor per row of Vᵀ, that is per column
+/// (channel) of V, over all of that channel's keys.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Fp8Qkv {
     pub q: E4m3Rows,
@@ -146,7 +182,15 @@ impl Fp8Qkv {
         let (d, f) = (s.head_dim, qkv.format);
         Fp8Qkv {
             q: E4m3Rows::widen(f, &qkv.q_data, &qkv.q_scale, s.bh() * s.seq_q, d),
-            k: E4m3Rows::widen(f, &qkv.k_data, &qkv.k_scale, s.kv_bh() * s.seq_k, d),
+            k: E4m3Rows::widen_grouped(
+                f,
+                &qkv.k_data,
+                &qkv.k_scale,
+                s.kv_bh() * s.seq_k,
+                d,
+                s.seq_k,
+                K_FACTOR_KEYS,
+            ),
             vt: E4m3Rows::widen(
                 f,
                 &qkv.v_data,
@@ -168,8 +212,8 @@ pub fn p_e4m3(s2: f64, m: f64) -> u8 {
 /// FP4 attention on FP8 tensor cores exactly as `docs/attention-fp8.md` states it, O as
 /// [B,H,Sq,D] f32. This doc comment is the normative statement.
 ///
-/// Operands are `Fp8Qkv::widen(qkv)`: E4M3 values q8, k8, v8 with per-row factors 2^fq_i,
-/// 2^fk_j and per-channel factors 2^fv_d (`row_factor_log2`). Q head h reads K/V head
+/// Operands are `Fp8Qkv::widen(qkv)`: E4M3 values q8, k8, v8 with factors 2^fq_i per query,
+/// 2^fk_j per `K_FACTOR_KEYS` keys and 2^fv_d per channel (`row_factor_log2`). Q head h reads K/V head
 /// h / group (`AttnShape::kv_head_of`). For each (b, h) and query row i, with the first
 /// n = n(i) keys visible:
 /// 1. S[j] = the f32 that FP8 wgmma gives for Σ_d q8[i,d]·k8[j,d], the products added 32 at
@@ -181,18 +225,21 @@ pub fn p_e4m3(s2: f64, m: f64) -> u8 {
 ///    scales of Q and K, f32); the product is taken in f64.
 /// 3. M = ceil(max_j s2[j]), the integer row maximum of the bf16 scheme.
 /// 4. p8[j] = `p_e4m3`(s2[j], M): E4M3 of exp2(s2[j] − M + 8) (through f32); 0 for masked keys.
-/// 5. l = Σ_j p8[j], exact (every p8 is a multiple of 2^-9 below 2^9: f64 holds any sum of
-///    fewer than 2^35 of them).
-/// 6. acc[d] = the same accumulation of Σ_j p8[j]·v8[j,d] over the groups of 32 keys that
-///    hold a visible key, in key order, from 0; O[i,d] = RN_f32(acc[d] / l) ·
-///    RN_f32(2^fv_d · v_ts) rounded to f32 (v_ts: V's NVFP4 tensor scale, 1 for MXFP4).
+/// 5. acc[d] = the same accumulation of Σ_j p8[j]·v8[j,d] over the groups of 32 keys that
+///    hold a visible key, in key order, from 0. l = the f32 sum, in key order, of the same
+///    accumulation of Σ_j p8[j]·1 over each key tile (T keys from key 0, T =
+///    `KernelPath::WgmmaFp8.keys_per_tile`: a channel of V that is all ones, which the kernel
+///    runs beside O and adds up per tile: accumulated over a whole row, the 14-bit sum would
+///    drop the small p8 once l is large, a quarter of l at 16384 Gaussian keys).
+///    O[i,d] = RN_f32(acc[d] / l) · RN_f32(2^fv_d · v_ts) rounded to f32 (v_ts: V's NVFP4
+///    tensor scale, 1 for MXFP4).
 ///
 /// A kernel with online softmax (integer running maximum m_t ≤ M, key tiles of a multiple of
-/// 32) forms p8 2^(M − m_t) times these and rescales by exact powers of two: the same result
+/// 32) forms p8 2^(M − m_t) times these and rescales acc and l by exact powers of two: the same result
 /// while those p8 are normal E4M3 values (`tests/attention_fp8.rs` runs that form against
 /// this one). Where a kernel cannot match bit for bit, and why the relative error stays far
 /// below 1e-3, is in `docs/attention-fp8.md`: its f32 s2 and ex2, an E4M3-subnormal p8 in a
-/// running frame, k32 groups it runs with every key masked, stream-K pieces, l in f32.
+/// running frame, k32 groups it runs with every key masked, stream-K pieces.
 pub fn reference_fp8(qkv: &QuantizedQkv) -> Vec<f32> {
     let shape = &qkv.shape;
     let ops = Fp8Qkv::widen(qkv);
@@ -209,6 +256,7 @@ pub fn reference_fp8(qkv: &QuantizedQkv) -> Vec<f32> {
         seq_k: shape.seq_k,
         skp: shape.seq_k_padded(),
         group: shape.group(),
+        l_tile: KernelPath::WgmmaFp8.keys_per_tile(shape.head_dim),
         c: score_factor(qkv) as f64,
         q: &q,
         k: &k,
@@ -235,6 +283,8 @@ struct RowsFp8<'a> {
     skp: usize,
     /// Q heads per K/V head: problem bh reads K/V head bh / group.
     group: usize,
+    /// Keys per tile over which l is accumulated before the tiles' f32 sum.
+    l_tile: usize,
     c: f64,
     q: &'a [f64],
     k: &'a [f64],
@@ -271,25 +321,58 @@ impl RowsFp8<'_> {
             .iter()
             .map(|&s| e4m3_to_f32(p_e4m3(s, m)) as f64)
             .collect();
-        let l: f64 = p.iter().sum();
+        let l = p
+            .chunks(self.l_tile)
+            .fold(0.0f32, |l, t| l + accumulate(t, |_| 1.0, &mut products)) as f64;
         for (c, o) in o.iter_mut().enumerate() {
             let ch = kv * d + c;
             let v_row = &self.vt[ch * self.skp..ch * self.skp + n];
-            let mut acc = 0.0f32;
-            for (pg, vg) in p.chunks(K_STEP).zip(v_row.chunks(K_STEP)) {
-                for ((prod, &x), &y) in products.iter_mut().zip(pg).zip(vg) {
-                    *prod = ACCUMULATION.product(x, y);
-                }
-                acc = ACCUMULATION.step_f32(acc, &products[..pg.len()]);
-            }
+            let acc = accumulate(&p, |j| v_row[j], &mut products);
             *o = (acc as f64 / l) as f32 * self.w[ch];
         }
     }
 }
 
+/// Σ_j p[j]·v(j) as FP8 wgmma adds it: k32 groups of keys in order, from 0 (`products` is
+/// scratch).
+fn accumulate(p: &[f64], v: impl Fn(usize) -> f64, products: &mut [(f64, i32); K_STEP]) -> f32 {
+    let mut acc = 0.0f32;
+    for (g, pg) in p.chunks(K_STEP).enumerate() {
+        for (i, (prod, &x)) in products.iter_mut().zip(pg).enumerate() {
+            *prod = ACCUMULATION.product(x, v(g * K_STEP + i));
+        }
+        acc = ACCUMULATION.step_f32(acc, &products[..pg.len()]);
+    }
+    acc
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Why l is summed per key tile: the tensor cores' 14-bit accumulation over a whole long
+    /// row drops the small p8 once l is large; per tile of 64 it stays at the exact sum.
+    #[test]
+    fn l_summed_per_tile_stays_at_the_exact_sum_where_a_whole_row_does_not() {
+        let mut rng = crate::rng::SplitMix64::new(11);
+        let s2: Vec<f64> = (0..16384).map(|_| 1.5 * rng.normal()).collect();
+        let m = s2.iter().copied().fold(f64::NEG_INFINITY, f64::max).ceil();
+        let p: Vec<f64> = s2
+            .iter()
+            .map(|&s| e4m3_to_f32(p_e4m3(s, m)) as f64)
+            .collect();
+        let exact: f64 = p.iter().sum();
+        let mut scratch = [(0.0, 0); K_STEP];
+        let per_tile =
+            p.chunks(64)
+                .fold(0.0f32, |l, t| l + accumulate(t, |_| 1.0, &mut scratch)) as f64;
+        let whole = accumulate(&p, |_| 1.0, &mut scratch) as f64;
+        assert!(
+            (per_tile / exact - 1.0).abs() < 1e-4,
+            "per tile {per_tile} vs {exact}"
+        );
+        assert!(whole / exact < 0.9, "a whole row {whole} vs {exact}");
+    }
 
     /// A scale byte's value in f64 (NaN bytes excluded by the callers).
     fn scale_value(format: Format, byte: u8) -> f64 {

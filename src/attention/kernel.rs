@@ -4,7 +4,6 @@
 //! (`super::paths`: targets, variants, compilation); the wgmma bodies in variants chosen per
 //! launch.
 
-use super::paths::fp8_widen_once;
 pub use super::paths::{KernelPath, SOURCE, Variant, compile, compile_variant, entry, warps};
 use super::reference::score_scale_log2;
 use super::schedule::StreamK;
@@ -208,6 +207,7 @@ impl<'a> AttentionKernel<'a> {
         &self,
         s: &AttnShape,
         format: Format,
+        variant: Variant,
         ops: &[sys::CUdeviceptr; 6],
     ) -> Result<sys::CUdeviceptr> {
         let [factors, widen] = match self.fp8_passes.iter().find(|(f, _)| *f == format) {
@@ -215,7 +215,7 @@ impl<'a> AttentionKernel<'a> {
             None => bail!("no FP8 pre-passes for {}", format.name()),
         };
         let ws = Fp8Workspace::of(s);
-        let once = fp8_widen_once();
+        let once = variant.fp8_widen_once;
         let bytes = if once { ws.total } else { ws.e4m3_k };
         let mut buf = self.fp8_workspace.lock().unwrap_or_else(|e| e.into_inner());
         if buf.as_ref().is_none_or(|b| b.bytes() < bytes) {
@@ -237,11 +237,13 @@ impl<'a> AttentionKernel<'a> {
             KernelArg::U32(fit_u32(s.kv_bh() * s.head_dim, "Vᵀ rows")?),
             KernelArg::U32(fit_u32(s.head_dim / block, "scales per row")?),
             KernelArg::U32(fit_u32(s.seq_k_padded() / block, "scales per Vᵀ row")?),
+            KernelArg::U32(fit_u32(s.seq_k, "keys")?),
         ];
         // SAFETY: fp8_factors_{fmt}(3 × const u8* scales, int* out, u32 q_rows, k_rows, v_rows,
-        // qk_row_bytes, v_row_bytes): the scale tensors of `s` in `format` (QuantizedQkv's
-        // layout) hold those rows of those lengths; `out` holds one i32 per row (the
-        // workspace's first part). Grid-stride loops: any grid covers them.
+        // qk_row_bytes, v_row_bytes, seq_k): the scale tensors of `s` in `format`
+        // (QuantizedQkv's layout) hold those rows of those lengths, K's rows seq_k a head;
+        // `out` holds one i32 per row (the workspace's first part). Grid-stride loops: any
+        // grid covers them.
         unsafe { self.backend.launch_3d(factors, grid, (256, 1), &args)? };
         if once {
             let args = [
@@ -332,7 +334,7 @@ impl<'a> AttentionKernel<'a> {
             bail!("output or tensor-scale buffer too small for {s}");
         }
         let factors = if self.path.is_fp8() {
-            self.enqueue_fp8_passes(s, format, &ops)?
+            self.enqueue_fp8_passes(s, format, variant, &ops)?
         } else {
             0
         };

@@ -125,11 +125,19 @@ impl KernelPath {
         let one = |consumers| Variant {
             path: self,
             consumers,
+            fp8_widen_once: false,
+        };
+        let fp8 = |once| Variant {
+            fp8_widen_once: once,
+            ..one(2)
         };
         match (self, experiment_define("ATTN_WG_CONSUMERS")) {
             (KernelPath::Wgmma, Some(c)) => vec![one(c)],
             (KernelPath::Wgmma, None) => vec![one(2), one(3)],
-            (KernelPath::WgmmaFp8, _) => vec![one(2)],
+            (KernelPath::WgmmaFp8, _) => match experiment_define("ATTN_FP8_WIDEN_ONCE") {
+                Some(v) => vec![fp8(v != 0)],
+                None => vec![fp8(false), fp8(true)],
+            },
             _ => vec![one(0)],
         }
     }
@@ -218,12 +226,15 @@ pub fn warps() -> usize {
         .unwrap_or(8)
 }
 
-/// One compiled form of a path: for the wgmma body, its number of consumer warpgroups (64
-/// query rows each; 0 for the other bodies).
+/// One compiled form of a path: for the wgmma bodies, their number of consumer warpgroups (64
+/// query rows each; 0 for the other bodies), and for the FP8 body where K and Vᵀ are widened
+/// (`fp8_widen_once`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Variant {
     pub path: KernelPath,
     pub consumers: usize,
+    /// `ATTN_FP8_WIDEN_ONCE`: K and Vᵀ widened once per launch into a workspace, not per CTA.
+    pub fp8_widen_once: bool,
 }
 
 /// Three consumer warpgroups against two, per CTA-row of work (each K/V tile is decoded once
@@ -276,7 +287,7 @@ impl Variant {
         match self.path {
             KernelPath::Wgmma => 2 * (2 * q) + wgmma_stages() * (2 * keys * head_dim * 2),
             KernelPath::WgmmaFp8 => {
-                2 * q + wgmma_stages() * (2 * keys * head_dim + 4 * keys).next_multiple_of(1024)
+                2 * q + wgmma_stages() * (2 * keys * head_dim + 8 * keys).next_multiple_of(1024)
             }
             _ => 0,
         }
@@ -287,6 +298,9 @@ impl Variant {
         let mut d = vec![format!("ATTN_WARPS={}", self.warps_macro())];
         if self.path.is_wgmma() {
             d.push(format!("ATTN_WG_CONSUMERS={}", self.consumers));
+        }
+        if self.fp8_widen_once {
+            d.push("ATTN_FP8_WIDEN_ONCE=1".into());
         }
         d
     }
@@ -322,9 +336,32 @@ impl Variant {
         }
     }
 
-    /// Of `variants`, the one expected fastest for `shape` in `format`: the wave efficiency,
-    /// times `three_consumer_gain` for three consumer warpgroups.
+    /// " (2 consumer warpgroups, ...)" for a log line; empty for the bodies without variants.
+    pub fn describe(self) -> String {
+        match (self.consumers, self.path.is_fp8()) {
+            (0, _) => String::new(),
+            (c, false) => format!(" ({c} consumer warpgroups)"),
+            (c, true) => format!(
+                " ({c} consumer warpgroups, K/V widened {})",
+                if self.fp8_widen_once {
+                    "once per launch"
+                } else {
+                    "per CTA"
+                }
+            ),
+        }
+    }
+
+    /// Of `variants`, the one expected fastest for `shape` in `format`: for the FP8 body the
+    /// one `fp8_widen_once` names where both are there; then the wave efficiency, times
+    /// `three_consumer_gain` for three consumer warpgroups.
     pub fn pick(variants: &[Variant], shape: &AttnShape, sms: usize, format: Format) -> Variant {
+        let once = fp8_widen_once(shape);
+        let fits = |v: &&Variant| !v.path.is_fp8() || v.fp8_widen_once == once;
+        let variants: Vec<Variant> = match variants.iter().filter(fits).count() {
+            0 => variants.to_vec(),
+            _ => variants.iter().filter(fits).copied().collect(),
+        };
         let score = |v: &Variant| {
             let gain = if v.consumers == 3 {
                 three_consumer_gain(format, shape.head_dim)
@@ -353,12 +390,16 @@ fn wgmma_stages() -> usize {
     experiment_define("ATTN_STAGES").unwrap_or(3)
 }
 
-/// Whether the FP8 body's K and Vᵀ are widened once per launch by the pre-pass into an E4M3
-/// workspace (1) or per CTA by its producer into shared memory (0, the default):
-/// `ATTN_FP8_WIDEN_ONCE` in attn_wgmma_fp8.cuh, which an experiment may set through
-/// `FP4PROBE_ATTN_DEFINES`; the host sizes the workspace by it.
-pub fn fp8_widen_once() -> bool {
-    experiment_define("ATTN_FP8_WIDEN_ONCE").is_some_and(|v| v != 0)
+/// Whether the FP8 body should widen `s`'s K and Vᵀ once per launch, by the pre-pass into an
+/// E4M3 workspace, rather than per CTA by its producer into shared memory (the variant with
+/// `ATTN_FP8_WIDEN_ONCE`). Per CTA, every row block of a K/V head widens each K/V tile again,
+/// and on long sequences that widening bounds the kernel; once costs a pass over K and V and a
+/// workspace of twice their FP4 bytes. Measured on the H200 (d = 128, B = 1, H = 32; per CTA
+/// against once, TFLOP/s, reports/sm_90/attention/h200): S = 512, 168–191 against 156–165;
+/// S = 1024, 262–301 against 272–286; S = 4096, 375–401 against 514–516. So once from 16 row
+/// blocks (of 128 queries) per K/V head.
+pub fn fp8_widen_once(s: &AttnShape) -> bool {
+    s.seq_q.div_ceil(128) * s.group() >= 16
 }
 
 /// `attn_nvfp4_d128`: the entry point for an input format and head dimension.
@@ -403,6 +444,31 @@ pub fn compile_variant(variant: Variant, arch: &str) -> Result<nvrtc::Compiled> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_fp8_body_widens_once_from_sixteen_row_blocks_per_kv_head() {
+        if experiment_define("ATTN_FP8_WIDEN_ONCE").is_some() {
+            return;
+        }
+        let variants = KernelPath::WgmmaFp8.variants();
+        assert_eq!(variants.len(), 2);
+        for (sq, heads, kv, once) in [
+            (1024, 32, 32, false),
+            (2048, 32, 32, true),
+            (16384, 32, 32, true),
+            (512, 32, 16, false),
+            (512, 32, 8, true),
+            (1, 32, 32, false),
+        ] {
+            let s = AttnShape::new(1, heads, sq, 4096, 128, false)
+                .unwrap()
+                .with_kv_heads(kv)
+                .unwrap();
+            let v = Variant::pick(&variants, &s, 132, Format::Nvfp4);
+            assert_eq!(v.fp8_widen_once, once, "Sq {sq}, {heads}/{kv} heads");
+            assert!(v.defines().contains(&"ATTN_FP8_WIDEN_ONCE=1".to_string()) == once);
+        }
+    }
 
     #[test]
     fn paths_pick_their_targets_and_refuse_the_wrong_device() {
@@ -483,6 +549,7 @@ mod tests {
         let three = Variant {
             path: KernelPath::Wgmma,
             consumers: 3,
+            fp8_widen_once: false,
         };
         let e = three.wave_efficiency(&shape(4096, 32, 128), 132);
         let s = three.schedule(&shape(4096, 32, 128), 132).unwrap();

@@ -729,11 +729,7 @@ fn bench(a: &Args, kernel: &AttentionKernel) -> Result<ExitCode> {
                 eprintln!(
                     "{}{}: {}",
                     crate::attention::kernel::entry(format, d),
-                    if variant.consumers > 0 {
-                        format!(" ({} consumer warpgroups)", variant.consumers)
-                    } else {
-                        String::new()
-                    },
+                    variant.describe(),
                     kernel.resources(variant, format, d)?
                 );
             }
@@ -744,9 +740,9 @@ fn bench(a: &Args, kernel: &AttentionKernel) -> Result<ExitCode> {
                 let v = kernel.variant_for(&shape, format);
                 if v.consumers > 0 {
                     eprintln!(
-                        "S = {seq}, {}: {} consumer warpgroups, {} query rows per CTA",
+                        "S = {seq}, {}:{}, {} query rows per CTA",
                         format.name(),
-                        v.consumers,
+                        v.describe(),
                         v.rows_per_cta()
                     );
                 }
