@@ -392,14 +392,15 @@ fn wgmma_stages() -> usize {
 
 /// Whether the FP8 body should widen `s`'s K and Vᵀ once per launch, by the pre-pass into an
 /// E4M3 workspace, rather than per CTA by its producer into shared memory (the variant with
-/// `ATTN_FP8_WIDEN_ONCE`). Per CTA, every row block of a K/V head widens each K/V tile again,
-/// and on long sequences that widening bounds the kernel; once costs a pass over K and V and a
-/// workspace of twice their FP4 bytes. Measured on the H200 (d = 128, B = 1, H = 32; per CTA
-/// against once, TFLOP/s, reports/sm_90/attention/h200): S = 512, 168–191 against 156–165;
-/// S = 1024, 262–301 against 272–286; S = 4096, 375–401 against 514–516. So once from 16 row
-/// blocks (of 128 queries) per K/V head.
+/// `ATTN_FP8_WIDEN_ONCE`). Per CTA, every row block of a K/V head widens each K/V tile again
+/// (2·D/128 widened elements per score element); once costs a pass over K and V and a
+/// workspace of twice their FP4 bytes. Measured side by side on the H200 (B = 1, H = 32, per
+/// CTA against once, TFLOP/s, NVFP4–MXFP4 without the mask; reports/sm_90/attention/h200):
+/// d = 128, S = 1024: 277–314 against 294–303; S = 2048: 323–365 against 408–414; S = 4096:
+/// 377–396 against 511–513. d = 64, S = 4096: 384–395 against 348–352. So once at d = 128 from
+/// 16 row blocks (of 128 queries) per K/V head, and per CTA at d = 64.
 pub fn fp8_widen_once(s: &AttnShape) -> bool {
-    s.seq_q.div_ceil(128) * s.group() >= 16
+    s.head_dim >= 128 && s.seq_q.div_ceil(128) * s.group() >= 16
 }
 
 /// `attn_nvfp4_d128`: the entry point for an input format and head dimension.
@@ -446,7 +447,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_fp8_body_widens_once_from_sixteen_row_blocks_per_kv_head() {
+    fn the_fp8_body_widens_once_at_d128_from_sixteen_row_blocks_per_kv_head() {
         if experiment_define("ATTN_FP8_WIDEN_ONCE").is_some() {
             return;
         }
@@ -460,13 +461,16 @@ mod tests {
             (512, 32, 8, true),
             (1, 32, 32, false),
         ] {
-            let s = AttnShape::new(1, heads, sq, 4096, 128, false)
-                .unwrap()
-                .with_kv_heads(kv)
-                .unwrap();
-            let v = Variant::pick(&variants, &s, 132, Format::Nvfp4);
-            assert_eq!(v.fp8_widen_once, once, "Sq {sq}, {heads}/{kv} heads");
-            assert!(v.defines().contains(&"ATTN_FP8_WIDEN_ONCE=1".to_string()) == once);
+            for d in [64, 128] {
+                let s = AttnShape::new(1, heads, sq, 4096, d, false)
+                    .unwrap()
+                    .with_kv_heads(kv)
+                    .unwrap();
+                let v = Variant::pick(&variants, &s, 132, Format::Nvfp4);
+                let once = once && d == 128;
+                assert_eq!(v.fp8_widen_once, once, "Sq {sq}, {heads}/{kv} heads, d {d}");
+                assert!(v.defines().contains(&"ATTN_FP8_WIDEN_ONCE=1".to_string()) == once);
+            }
         }
     }
 

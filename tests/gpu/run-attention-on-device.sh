@@ -9,7 +9,7 @@
 #             cuDNN) and the Triton FP8 baseline (with its accuracy check) side by side, merged
 #             into attention-bench.csv (bench-core: only this);
 #             then (extra: only this) head_dim 256 separately, and an ncu instruction-mix and
-#             stall profile of the wgmma kernel
+#             stall profile of the wgmma kernel and (fp8-profile: only this) the wgmma-fp8 one
 #   baseline  no fp4probe binary: the Triton FP8 baseline's accuracy check, then SDPA flash,
 #             cuDNN and the baseline side by side (sdpa.csv, attention-bench-baseline.md);
 #             SDPA_ARGS adds bench arguments (--triton-search: search the configs again)
@@ -22,8 +22,8 @@ B=.dev/bin
 G=$(dirname "$0")
 OUT=${OUT:-/tmp/fp4probe-out}
 case "$MODE" in
-  validate|bench-core|validate-bench-core|bench|extra|baseline|all) ;;
-  *) echo "usage: $0 [validate|bench-core|validate-bench-core|extra|bench|baseline|all]" >&2; exit 2 ;;
+  validate|bench-core|validate-bench-core|bench|extra|baseline|fp8-profile|all) ;;
+  *) echo "usage: $0 [validate|bench-core|validate-bench-core|extra|bench|baseline|fp8-profile|all]" >&2; exit 2 ;;
 esac
 mkdir -p "$OUT"
 validate() {
@@ -59,11 +59,14 @@ bench_core() {
   grep -E "registers" "$OUT/attention-bench-bf16.log"
   echo "== benchmark: --path wgmma-fp8 (FP4 widened to E4M3, FP8 wgmma), same shapes"
   $B/fp4probe attention --bench --path wgmma-fp8 --csv "$OUT/fp4-fp8.csv" 2>"$OUT/attention-bench-fp8.log"; echo "bench fp8 rc=$?"
-  grep -E "registers" "$OUT/attention-bench-fp8.log"
+  grep -E "registers|widened" "$OUT/attention-bench-fp8.log"
+  echo "== benchmark: --path wgmma-fp8, grouped-query attention (32 query heads, 8 K/V heads), d = 128"
+  $B/fp4probe attention --bench --path wgmma-fp8 --kv-heads 8 --seqs 4096,16384 --head-dims 128 --csv "$OUT/fp4-fp8-kv8.csv" \
+    2>"$OUT/attention-bench-fp8-kv8.log"; echo "bench fp8 kv8 rc=$?"
   baseline_check
   python3 $G/attention_bench_sdpa.py bench --csv "$OUT/sdpa.csv" 2>"$OUT/sdpa.log" | tail -3; echo "sdpa rc=$?"
   python3 $G/attention_bench_sdpa.py merge --csv "$OUT/sdpa.csv" --csv "$OUT/fp4.csv" --csv "$OUT/fp4-bf16.csv" --csv "$OUT/fp4-fp8.csv" \
-    --out "$OUT/attention-bench.csv" --markdown "$OUT/attention-bench.md"
+    --csv "$OUT/fp4-fp8-kv8.csv" --out "$OUT/attention-bench.csv" --markdown "$OUT/attention-bench.md"
   cat "$OUT/attention-bench.md"
 }
 
@@ -103,7 +106,11 @@ bench_extra() {
   grep -E "Duration|Issue Slots Busy|Executed Ipc Active|Eligible Warps|Warp Cycles Per Issued" "$OUT/ncu-wgmma-d128-s4096.txt"
   cat "$OUT/wgmma-instruction-mix.md"
   rm -f "$OUT/source.csv" "$OUT/wgmma-d128-s4096.ncu-rep"
-  echo "== ncu: the wgmma-fp8 kernel, same shape and launch"
+  fp8_profile
+}
+
+fp8_profile() {
+  echo "== ncu: the wgmma-fp8 kernel, NVFP4, S = 4096, d = 128 (third launch: after warm-up)"
   ncu --clock-control none -k regex:attn_nvfp4_d128 --launch-skip 2 --launch-count 1 \
     --section SpeedOfLight --section WarpStateStats --section SchedulerStats --section SourceCounters \
     -o "$OUT/fp8-d128-s4096" $B/fp4probe attention --bench --path wgmma-fp8 --seqs 4096 --head-dims 128 --repeats 2 --warmup 1 \
@@ -124,6 +131,7 @@ run_mode() {
     bench) bench_core; bench_extra ;;
     extra) bench_extra ;;
     baseline) baseline ;;
+    fp8-profile) fp8_profile ;;
     all) validate; bench_core; bench_extra ;;
   esac
 }
