@@ -20,8 +20,11 @@ const CW: u32 = 46;
 const CH: u32 = 26;
 const TOP: u32 = 70;
 
-/// Per (stacked row, col): the slot (lane, reg, elem) that holds it.
-fn cells(m: &MatrixMap) -> (u32, Vec<Option<(u32, u32, u32)>>) {
+/// A register slot: (lane, reg, elem).
+type SlotOf = (u32, u32, u32);
+
+/// Per (stacked row, col): the slot that holds it.
+fn cells(m: &MatrixMap) -> (u32, Vec<Option<SlotOf>>) {
     let rows = if m.op == MatrixOp::Movmatrix {
         8
     } else {
@@ -87,16 +90,14 @@ pub fn svg(m: &MatrixMap) -> String {
             format!("m{} r{}", r / 8, r % 8)
         };
         let _ = writeln!(s, r#"<text x="20" y="{}">{label}</text>"#, y + 17);
-        if addr {
-            if let Some(a) = m.addresses.iter().find(|a| 8 * a.matrix + a.row == r) {
-                let _ = writeln!(
-                    s,
-                    r#"<rect x="44" y="{y}" width="44" height="{CH}" fill="{}"/><text x="66" y="{}">addr T{}</text>"#,
-                    lane_colour(a.lane),
-                    y + 17,
-                    a.lane
-                );
-            }
+        if addr && let Some(a) = m.addresses.iter().find(|a| 8 * a.matrix + a.row == r) {
+            let _ = writeln!(
+                s,
+                r#"<rect x="44" y="{y}" width="44" height="{CH}" fill="{}"/><text x="66" y="{}">addr T{}</text>"#,
+                lane_colour(a.lane),
+                y + 17,
+                a.lane
+            );
         }
         for c in 0..8 {
             let x = x0 + c * CW;
