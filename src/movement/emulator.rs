@@ -14,7 +14,7 @@ use super::{
     ELEMS_PER_REG, Experiment, LANES, Observed, ROW_ELEMS, Route, Routes, Slot, dst_regs, half,
     not_probed, pack, route_regs, src_regs,
 };
-use crate::device::{BackendKind, DeviceInfo};
+use crate::device::DeviceInfo;
 use crate::isa::matrix::{MatrixOp, MatrixVariant};
 use anyhow::{Result, bail};
 use std::collections::HashMap;
@@ -97,13 +97,10 @@ impl Default for MoveEmulator {
 
 impl MoveEmulator {
     pub fn new() -> Self {
+        // The same identity as the mma.sync emulator: both model the PTX ISA's description.
+        let mma = crate::device::emulator::Emulator::new();
         MoveEmulator {
-            info: DeviceInfo {
-                backend: BackendKind::Emulator,
-                name: "fp4probe emulator (PTX ISA documented layouts)".into(),
-                compute_capability: None,
-                driver: None,
-            },
+            info: crate::device::Backend::info(&mma).clone(),
             overrides: HashMap::new(),
         }
     }
