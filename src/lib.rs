@@ -19,6 +19,7 @@ pub mod jsonfmt;
 pub mod kernels;
 pub mod layout;
 pub mod locate;
+pub mod movement;
 pub mod outfile;
 pub mod palette;
 pub mod probe;

@@ -177,6 +177,10 @@ pub fn run(a: Args) -> Result<ExitCode> {
     }
     let paths = Paths::new(&a)?;
     let opts = Options {
+        matrix_dirs: codegen::matrix::DEFAULT_MATRIX_DIRS
+            .iter()
+            .map(|d| paths.root.join(d))
+            .collect(),
         command: paths.command_line(&a),
         root: paths.root,
         map_dirs: paths.maps,

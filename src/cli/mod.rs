@@ -12,6 +12,7 @@ mod dequantize;
 mod fragment;
 mod limits;
 mod lookup;
+mod matrix;
 mod numerics;
 mod quant_bench;
 mod quantize;
@@ -56,6 +57,8 @@ const EXAMPLES: &str = "Examples:
   fp4probe numerics --all                           numeric behaviour of every variant
   fp4probe numerics --family wgmma --all            the same for every wgmma type set (sm_90a)
   fp4probe sass --variant m64n256k32.f32.e4m3.e4m3.ss   the GMMA a wgmma lowers to (offline)
+  fp4probe matrix probe --all                       ldmatrix/stmatrix/movmatrix address and slot maps
+  fp4probe matrix sass --all                        the LDSM/STSM/MOVM they lower to (offline)
   fp4probe report reports/*/*.json --skip-measured  pages and SVGs next to the maps, and the index
   fp4probe codegen --check                          are kernels/generated and src/generated current?
   fp4probe bench --variant m16n8k16.f32.bf16.bf16.f32   latency and throughput (GPU only)
@@ -139,6 +142,9 @@ pub enum Command {
     /// wgmma (sm_90a): register lane maps of the warpgroup, and shared-memory layouts under
     /// every swizzle mode with LBO/SBO/start/base-offset sweeps.
     Wgmma(wgmma::Args),
+    /// ldmatrix, stmatrix, movmatrix: which lane's address names which shared row and which
+    /// register slot holds which element, measured (`probe`); their SASS (`sass`).
+    Matrix(matrix::Args),
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -155,6 +161,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Show(a) => show::run(a),
         Command::Lookup(a) => lookup::run(a),
         Command::Wgmma(a) => wgmma::run(a),
+        Command::Matrix(a) => matrix::run(a),
         Command::Attention(a) => attention::run(a),
         Command::Quantize(a) => quantize::run_quantize(a),
         Command::Dequantize(a) => dequantize::run_dequantize(a),

@@ -350,36 +350,7 @@ pub(super) fn closed_form_functions(
                 col.cpp()
             );
             for (what, fm) in [("row", row), ("col", col)] {
-                let mut locals = String::new();
-                if fm.uses(super::formula::Var::G) {
-                    locals += "  const int g = lane / 4;\n";
-                }
-                if fm.uses(super::formula::Var::T) {
-                    locals += "  const int t = lane % 4;\n";
-                }
-                use super::formula::Var;
-                // Unused parameters stay unnamed (no -Wunused-parameter).
-                let param = |name: &str, used: bool| {
-                    if used {
-                        format!("int {name}")
-                    } else {
-                        format!("int /*{name}*/")
-                    }
-                };
-                let params = [
-                    param(
-                        "lane",
-                        fm.uses(Var::Lane) || fm.uses(Var::G) || fm.uses(Var::T),
-                    ),
-                    param("reg", fm.uses(Var::Reg)),
-                    param("e", fm.uses(Var::E)),
-                ]
-                .join(", ");
-                let _ = writeln!(
-                    s,
-                    "FP4PROBE_HD constexpr int {l}_{what}_formula({params}) {{\n{locals}  return {};\n}}",
-                    fm.cpp()
-                );
+                s.push_str(&formula_function(&format!("{l}_{what}_formula"), fm));
             }
             let _ = writeln!(
                 s,
@@ -390,6 +361,39 @@ pub(super) fn closed_form_functions(
             let _ = writeln!(s, "// No closed form: {why}.");
         }
     }
+}
+
+/// `FP4PROBE_HD constexpr int name(int lane, int reg, int e)` returning `fm`, with `g` and `t`
+/// as locals where it names them and unused parameters left unnamed (no -Wunused-parameter).
+pub(crate) fn formula_function(name: &str, fm: &Formula) -> String {
+    use super::formula::Var;
+    let mut locals = String::new();
+    if fm.uses(Var::G) {
+        locals += "  const int g = lane / 4;\n";
+    }
+    if fm.uses(Var::T) {
+        locals += "  const int t = lane % 4;\n";
+    }
+    let param = |name: &str, used: bool| {
+        if used {
+            format!("int {name}")
+        } else {
+            format!("int /*{name}*/")
+        }
+    };
+    let params = [
+        param(
+            "lane",
+            fm.uses(Var::Lane) || fm.uses(Var::G) || fm.uses(Var::T),
+        ),
+        param("reg", fm.uses(Var::Reg)),
+        param("e", fm.uses(Var::E)),
+    ]
+    .join(", ");
+    format!(
+        "FP4PROBE_HD constexpr int {name}({params}) {{\n{locals}  return {};\n}}\n",
+        fm.cpp()
+    )
 }
 
 /// The compile-time check that the tables invert each other and agree with the closed form.

@@ -22,6 +22,7 @@
 pub mod compile_cache;
 pub mod cpp;
 pub mod formula;
+pub mod matrix;
 pub mod nvrtc;
 pub mod rust;
 pub mod tables;
@@ -112,6 +113,8 @@ pub struct Options {
     pub rust_path: PathBuf,
     /// wgmma map folders (lane maps and shared-memory studies).
     pub wgmma_dirs: Vec<PathBuf>,
+    /// ldmatrix/stmatrix/movmatrix map folders.
+    pub matrix_dirs: Vec<PathBuf>,
     /// The command line as the headers state it (`fp4probe codegen` plus non-default options).
     pub command: String,
 }
@@ -125,6 +128,10 @@ impl Options {
             out_dir: PathBuf::from(DEFAULT_OUT_DIR),
             rust_path: PathBuf::from(DEFAULT_RUST_PATH),
             wgmma_dirs: wgmma::DEFAULT_WGMMA_DIRS
+                .iter()
+                .map(PathBuf::from)
+                .collect(),
+            matrix_dirs: matrix::DEFAULT_MATRIX_DIRS
                 .iter()
                 .map(PathBuf::from)
                 .collect(),
@@ -268,6 +275,8 @@ pub struct Generated {
     pub sources: Vec<Source>,
     /// The wgmma maps and what was made of them.
     pub wgmma: wgmma::Sources,
+    /// The data-movement maps read.
+    pub matrix_inputs: Vec<PathBuf>,
     pub notes: Vec<String>,
     /// The header folder (resolved).
     pub out_dir: PathBuf,
@@ -327,9 +336,15 @@ pub fn generate(opts: &Options) -> Result<Generated> {
         rust::module(&sources, &opts.command)?,
     );
     files.extend(wgmma::render(&wg, opts, &out_dir)?);
+    let moves = matrix::select(opts, &mut notes)?;
+    files.extend(matrix::render(&moves, opts, &out_dir)?);
     Ok(Generated {
         sources,
         wgmma: wg,
+        matrix_inputs: moves
+            .iter()
+            .map(|m| opts.resolve(Path::new(&m.path)))
+            .collect(),
         notes,
         out_dir,
         files,
@@ -433,7 +448,8 @@ pub fn write(g: &Generated, opts: &Options, force: bool) -> Result<Vec<String>> 
                 std::iter::once(opts.root.join(&s.path))
                     .chain(s.scale.iter().map(|sc| opts.root.join(&sc.path)))
             })
-            .chain(g.wgmma.inputs.iter().cloned()),
+            .chain(g.wgmma.inputs.iter().cloned())
+            .chain(g.matrix_inputs.iter().cloned()),
     );
     let ours = crate::outfile::Ours::marked(MARKER);
     let stale: Vec<&OutFile> = g

@@ -13,6 +13,7 @@
 //! pages from the same maps gives the same bytes.
 
 mod index;
+pub mod matrix;
 mod md;
 mod page;
 mod svg;
@@ -103,7 +104,8 @@ fn source(path: &Path, mut value: serde_json::Value) -> Result<Source> {
 }
 
 /// fp4probe records that share folders with the maps and have no page of their own.
-pub const OTHER_RECORDS: [&str; 7] = [
+pub const OTHER_RECORDS: [&str; 8] = [
+    crate::movement::map::SCHEMA,
     crate::probe::numerics::SCHEMA,
     crate::wgmma::numerics::SCHEMA,
     crate::probe::bench::BENCH_SCHEMA,
