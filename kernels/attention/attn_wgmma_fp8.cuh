@@ -73,9 +73,12 @@ namespace HO = ::fp4probe::wgmma::handoff_d_f32_n64_a_e4m3_k32;
 // ---- geometry -------------------------------------------------------------------------------
 
 // Keys per tile: S's accumulator (BC/2 registers) and O's (D/2) share the consumers'
-// registers, 128 keys at D = 64 and 64 at D = 128 (128 keys there spilled). Q and K rows are D
-// bytes, Vᵀ rows BC bytes: each row one swizzle row of its mode (128B for 128-byte rows, 64B
-// for 64-byte ones), 8 rows one swizzle atom (SBO).
+// registers, 128 keys at D = 64 and 64 at D = 128. 128 keys at D = 128 fit the consumers but
+// spilled in the producer widening per CTA, and ran slower widening once on the H200 (NVFP4 and
+// MXFP4, without the mask: 477–479 TFLOP/s at S = 4096 and 558–562 at S = 16384, against
+// 516–518 and 580–582 with 64; `fp4probe attention --bench --path wgmma-fp8`, separate runs).
+// Q and K rows are D bytes, Vᵀ rows BC bytes: each row one swizzle row of its mode (128B for
+// 128-byte rows, 64B for 64-byte ones), 8 rows one swizzle atom (SBO).
 // Keys that share K's factor (fp8.rs: K_FACTOR_KEYS): a key tile lies in one group, so the
 // factor multiplies the tile's scores once, with the row's.
 constexpr int K_FACTOR_KEYS = 128;
