@@ -177,6 +177,12 @@ impl KernelPath {
         self == KernelPath::WgmmaFp8
     }
 
+    /// The wgmma bodies' ring of key tiles (`ATTN_STAGES` in attn_wgmma_pipeline.cuh, which an
+    /// experiment may set): 3 for the bf16 body, `FP8_STAGES` for the FP8 one.
+    pub fn stages(self) -> usize {
+        experiment_define("ATTN_STAGES").unwrap_or(if self.is_fp8() { FP8_STAGES } else { 3 })
+    }
+
     /// Keys per tile of the wgmma bodies (`Geo<D>::BC`, `Geo8<D>::BC`): their S accumulator
     /// (BC/2 registers) and O's (D/2) share the consumers' registers.
     pub fn keys_per_tile(self, head_dim: usize) -> usize {
@@ -285,9 +291,9 @@ impl Variant {
         let keys = self.path.keys_per_tile(head_dim);
         let q = self.rows_per_cta() * head_dim;
         match self.path {
-            KernelPath::Wgmma => 2 * (2 * q) + wgmma_stages() * (2 * keys * head_dim * 2),
+            KernelPath::Wgmma => 2 * (2 * q) + self.path.stages() * (2 * keys * head_dim * 2),
             KernelPath::WgmmaFp8 => {
-                2 * q + wgmma_stages() * (2 * keys * head_dim + 8 * keys).next_multiple_of(1024)
+                2 * q + self.path.stages() * (2 * keys * head_dim + 8 * keys).next_multiple_of(1024)
             }
             _ => 0,
         }
@@ -301,6 +307,9 @@ impl Variant {
         }
         if self.fp8_widen_once {
             d.push("ATTN_FP8_WIDEN_ONCE=1".into());
+        }
+        if self.path.is_fp8() && experiment_define("ATTN_STAGES").is_none() {
+            d.push(format!("ATTN_STAGES={FP8_STAGES}"));
         }
         d
     }
@@ -385,17 +394,21 @@ fn experiment_define(name: &str) -> Option<usize> {
         .find_map(|d| d.strip_prefix(name)?.strip_prefix('=')?.parse().ok())
 }
 
-/// The wgmma body's ring of key tiles (`ATTN_STAGES` in attn_wgmma.cuh, default 3).
-fn wgmma_stages() -> usize {
-    experiment_define("ATTN_STAGES").unwrap_or(3)
-}
+/// The FP8 body's ring of key tiles. Its tiles are small (17 KiB at d = 128, 64 keys) and,
+/// widened once, copied from global memory with cp.async, whose latency three stages did not
+/// cover: on the H200 (d = 128, B = 1, H = 32, NVFP4–MXFP4, one run of `fp4probe attention
+/// --bench --path wgmma-fp8` per stage count) 3, 4 and 6 stages ran 511–513, 568–571 and
+/// 574 TFLOP/s at S = 4096 and 582, 652–653 and 656–657 at S = 16384 without the mask,
+/// 540–542, 586–608 and 600–621 with it; at d = 64 (widened per CTA) within 2% of each other.
+const FP8_STAGES: usize = 6;
 
 /// Whether the FP8 body should widen `s`'s K and Vᵀ once per launch, by the pre-pass into an
 /// E4M3 workspace, rather than per CTA by its producer into shared memory (the variant with
 /// `ATTN_FP8_WIDEN_ONCE`). Per CTA, every row block of a K/V head widens each K/V tile again
 /// (2·D/128 widened elements per score element); once costs a pass over K and V and a
-/// workspace of twice their FP4 bytes. Measured side by side on the H200 (B = 1, H = 32, per
-/// CTA against once, TFLOP/s, NVFP4–MXFP4 without the mask; reports/sm_90/attention/h200):
+/// workspace of twice their FP4 bytes. Measured side by side on the H200 with three stages
+/// (B = 1, H = 32, per CTA against once, TFLOP/s, NVFP4–MXFP4 without the mask;
+/// reports/sm_90/attention/h200, fp8-widening-side-by-side.csv):
 /// d = 128, S = 1024: 277–314 against 294–303; S = 2048: 323–365 against 408–414; S = 4096:
 /// 377–396 against 511–513. d = 64, S = 4096: 384–395 against 348–352. So once at d = 128 from
 /// 16 row blocks (of 128 queries) per K/V head, and per CTA at d = 64.
