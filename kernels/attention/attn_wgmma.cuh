@@ -47,6 +47,17 @@
 namespace attn {
 namespace wg {
 
+// The key stored in slot t of a tile (0 4 1 5 2 6 3 7 within each 8: the order in which
+// decode_word widens a word of 8 codes), and the slot of key κ.
+FP4PROBE_HD constexpr int key_of_slot(int t) { return (t & ~7) | ((t & 7) >> 1) | ((t & 1) << 2); }
+FP4PROBE_HD constexpr int slot_of_key(int k) { return (k & ~7) | ((k & 3) << 1) | ((k >> 2) & 1); }
+FP4PROBE_HD constexpr bool slots_are_a_permutation() {
+    for (int t = 0; t < 8; ++t)
+        if (slot_of_key(key_of_slot(t)) != t || key_of_slot(t) / 8 != t / 8) return false;
+    return true;
+}
+static_assert(slots_are_a_permutation(), "key slots");
+
 // Keys per tile: the S accumulator (BC/2 registers) and O's (D/2) share the consumers'
 // registers.
 template <int D>

@@ -48,18 +48,6 @@ static_assert(PRODUCER_REGS + CONSUMERS * CONSUMER_REGS <= (CONSUMERS + 1) * LAU
 #endif
 constexpr int STAGES = ATTN_STAGES;  // key tiles in flight between producer and consumers
 
-// The key stored in slot t of a tile (0 4 1 5 2 6 3 7 within each 8: the order in which
-// both bodies widen a word of 8 codes, attn_wgmma.cuh: decode_word, attn_wgmma_fp8.cuh: widen_word),
-// and the slot of key κ.
-FP4PROBE_HD constexpr int key_of_slot(int t) { return (t & ~7) | ((t & 7) >> 1) | ((t & 1) << 2); }
-FP4PROBE_HD constexpr int slot_of_key(int k) { return (k & ~7) | ((k & 3) << 1) | ((k >> 2) & 1); }
-FP4PROBE_HD constexpr bool slots_are_a_permutation() {
-    for (int t = 0; t < 8; ++t)
-        if (slot_of_key(key_of_slot(t)) != t || key_of_slot(t) / 8 != t / 8) return false;
-    return true;
-}
-static_assert(slots_are_a_permutation(), "key slots");
-
 // Named barriers (0 is __syncthreads): tile s of the ring is empty and Q buffer b is empty
 // (the producer waits there for every consumer); consumer warpgroup w's turn to issue
 // (below); the producer's own (its next Work).
