@@ -21,6 +21,8 @@ pub(super) struct Row {
     /// Every arch-specific target that takes it besides the minimum.
     also: Vec<String>,
     ptx_isa: String,
+    /// `fp4probe matrix probe` measures it (`movement::not_probed`).
+    probed: bool,
     runs_here: Option<bool>,
     why_not: Option<String>,
     #[serde(skip)]
@@ -49,6 +51,7 @@ fn row(v: &MatrixVariant, dev: Option<&CudaBackend>) -> Row {
             .collect(),
         min_target: target,
         ptx_isa: format!("{}.{}", DEFAULT_PTX.0, DEFAULT_PTX.1),
+        probed: crate::movement::not_probed(v).is_none(),
         runs_here,
         why_not,
         here,
@@ -90,10 +93,11 @@ pub(super) fn print(op: MatrixOp, rows: &[Row], rejected_too: bool) {
         );
     }
     println!(
-        "{} {} variants (catalogued and assembled, not probed). regs = 32-bit registers per \
-         lane.",
+        "{} {} variants ({} probed by `fp4probe matrix probe`, the rest catalogued and \
+         assembled). regs = 32-bit registers per lane.",
         rows.len(),
-        op.name()
+        op.name(),
+        rows.iter().filter(|r| r.probed).count()
     );
     let also: std::collections::BTreeSet<String> = rows
         .iter()

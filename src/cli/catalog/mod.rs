@@ -83,7 +83,10 @@ fn family_counts() -> Vec<FamilyCount> {
         out.push(FamilyCount {
             family: op.name(),
             variants: moves.iter().filter(|v| v.op == op).count(),
-            probed: 0,
+            probed: moves
+                .iter()
+                .filter(|v| v.op == op && crate::movement::not_probed(v).is_none())
+                .count(),
         });
     }
     let wg = crate::wgmma::catalog();
