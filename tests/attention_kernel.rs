@@ -120,18 +120,9 @@ fn wgmma_kernel_runs_both_products_on_hgmma_for_sm90a() {
         return;
     }
     let listing = sass_of(KernelPath::Wgmma, "sm_90a");
-    // Both variants (two and three consumer warpgroups). ptxas says so when it has to
-    // serialize wgmma (a register it cannot keep in flight): then the asynchronous MMA would
-    // not overlap anything.
-    for variant in KernelPath::Wgmma.variants() {
-        let cubin =
-            compile_variant(variant, "sm_90a").unwrap_or_else(|e| panic!("{variant:?}: {e:#}"));
-        assert!(
-            !cubin.log.contains("serialized"),
-            "{variant:?}: ptxas serialized the wgmma: {}",
-            cubin.log
-        );
-    }
+    // Both variants (two and three consumer warpgroups): serialized, the asynchronous MMA
+    // would not overlap anything.
+    assert_wgmma_not_serialized(KernelPath::Wgmma);
     let Some(listing) = listing else {
         return;
     };
@@ -152,15 +143,7 @@ fn fp8_wgmma_kernel_runs_both_products_on_e4m3_hgmma_for_sm90a() {
         return;
     }
     let path = KernelPath::WgmmaFp8;
-    for variant in path.variants() {
-        let cubin =
-            compile_variant(variant, "sm_90a").unwrap_or_else(|e| panic!("{variant:?}: {e:#}"));
-        assert!(
-            !cubin.log.contains("serialized"),
-            "{variant:?}: ptxas serialized the wgmma: {}",
-            cubin.log
-        );
-    }
+    assert_wgmma_not_serialized(path);
     let Some(listing) = sass_of(path, "sm_90a") else {
         return;
     };
@@ -228,6 +211,20 @@ fn wgmma_kernel_waits_on_mbarriers_and_stages_q_only_for_nvfp4_d128() {
                 "{name}: Q staged with cp.async should be {staged}"
             );
         }
+    }
+}
+
+/// Every variant of `path` compiled for sm_90a without ptxas serializing its wgmma (which it
+/// says when it cannot keep a register in flight).
+fn assert_wgmma_not_serialized(path: KernelPath) {
+    for variant in path.variants() {
+        let cubin =
+            compile_variant(variant, "sm_90a").unwrap_or_else(|e| panic!("{variant:?}: {e:#}"));
+        assert!(
+            !cubin.log.contains("serialized"),
+            "{variant:?}: ptxas serialized the wgmma: {}",
+            cubin.log
+        );
     }
 }
 

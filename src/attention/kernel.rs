@@ -202,7 +202,7 @@ impl<'a> AttentionKernel<'a> {
 
     /// The FP8 body's pre-passes for `s`'s operands (`ops` as `enqueue_raw` takes them),
     /// enqueued into its workspace (grown as needed), whose device pointer is returned: the row
-    /// factors, then with `fp8_widen_once` K and Vᵀ widened to E4M3.
+    /// factors, then for a `variant` that widens once, K and Vᵀ widened to E4M3.
     fn enqueue_fp8_passes(
         &self,
         s: &AttnShape,

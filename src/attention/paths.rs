@@ -366,10 +366,15 @@ impl Variant {
     /// `three_consumer_gain` for three consumer warpgroups.
     pub fn pick(variants: &[Variant], shape: &AttnShape, sms: usize, format: Format) -> Variant {
         let once = fp8_widen_once(shape);
-        let fits = |v: &&Variant| !v.path.is_fp8() || v.fp8_widen_once == once;
-        let variants: Vec<Variant> = match variants.iter().filter(fits).count() {
-            0 => variants.to_vec(),
-            _ => variants.iter().filter(fits).copied().collect(),
+        let fitting: Vec<Variant> = variants
+            .iter()
+            .filter(|v| !v.path.is_fp8() || v.fp8_widen_once == once)
+            .copied()
+            .collect();
+        let variants = if fitting.is_empty() {
+            variants
+        } else {
+            &fitting
         };
         let score = |v: &Variant| {
             let gain = if v.consumers == 3 {
