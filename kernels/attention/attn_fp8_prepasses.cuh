@@ -69,33 +69,61 @@ __device__ __forceinline__ void fp8_factors(const u8* q_scale, const u8* k_scale
 }  // namespace attn
 
 namespace attn {
-// ATTN_FP8_WIDEN_ONCE: K's rows (kv_bh·Sk of D elements) and Vᵀ's (kv_bh·D of Skp) to
-// E4M3 in the workspace, a thread per 32-element chunk (grid-stride), each row with its factor
-// (fp8_factors_* ran first): the bytes the producer would otherwise widen per CTA.
-template <int FMT>
-__device__ __forceinline__ void fp8_widen(const u8* k_data, const u8* k_scale, const u8* v_data, const u8* v_scale,
-                                          int* factors, u32 bh_count, u32 Sq, u32 Sk, u32 D, u32 Skp, u32 kv_group) {
-    constexpr u32 B = Blk<FMT>::n;
-    const f8::Factors fac(factors, bh_count, (int)Sq, (int)Sk, (int)D, (int)Skp, kv_group);
+// ATTN_FP8_WIDEN_ONCE: K and Vᵀ to E4M3 in the workspace, as the key tiles' shared-memory
+// images the producer copies whole (f8::Factors::tiles8_of_kv), a thread per 32-element
+// chunk (grid-stride), each row with its factor (fp8_factors_* ran first): K's key i of a
+// tile to row col_of_key(i) of its K tile, Vᵀ's channel d to row d of its Vᵀ tile, through
+// the same offset function as the stage; keys past Sk in K and past Skp in Vᵀ zero (the
+// consumers mask the scores of keys past Sk, and P·V must not meet a NaN there).
+template <int FMT, int D>
+__device__ __forceinline__ void fp8_widen_tiles(const u8* k_data, const u8* k_scale, const u8* v_data, const u8* v_scale,
+                                                const int* factors, u32 bh_count, u32 Sq, u32 Sk, u32 Skp, u32 kv_group) {
+    using G = f8::Geo8<D>;
+    constexpr u32 B = Blk<FMT>::n, BC = G::BC, KPR = D / 32;
+    const f8::Factors fac(factors, bh_count, (int)Sq, (int)Sk, D, kv_group);
     const u64 kv_bh = bh_count / kv_group;
-    const u64 k_chunks = kv_bh * Sk * (D / 32), v_chunks = kv_bh * D * (Skp / 32);
+    const u32 keys = G::tiles((int)Sk) * BC, VPR = keys / 32;
+    const u64 k_chunks = kv_bh * keys * KPR, v_chunks = kv_bh * D * VPR;
     const u64 threads = (u64)gridDim.x * blockDim.x;
     for (u64 c = (u64)blockIdx.x * blockDim.x + threadIdx.x; c < k_chunks + v_chunks; c += threads) {
-        const bool is_k = c < k_chunks;
-        const u64 i = is_k ? c : c - k_chunks;
-        const u32 len = is_k ? D : Skp;
-        const u64 row = i / (len / 32), k0 = 32 * (i % (len / 32));
-        const u8* data = is_k ? k_data : v_data;
-        const u8* scale = is_k ? k_scale : v_scale;
-        Chunk ch;
-        ch.bytes = __ldg(reinterpret_cast<const uint4*>(data + row * (len / 2) + k0 / 2));
-        ch.scales = load_scales<FMT>(scale + row * (len / B) + k0 / B);
-        uint4 o[2];
-        f8::widen_chunk_bytes<FMT>(ch, __ldg((is_k ? fac.k : fac.v) + row), o);
-        uint4* dst = reinterpret_cast<uint4*>((is_k ? fac.k8 : fac.v8) + row * len + k0);
-        dst[0] = o[0];
-        dst[1] = o[1];
+        Chunk ch = {{0u, 0u, 0u, 0u}, 0u};
+        if (c < k_chunks) {
+            const u64 kv = c / ((u64)keys * KPR);
+            const u32 key = (u32)(c / KPR % keys), k0 = 32 * (u32)(c % KPR);
+            int f = 0;
+            if (key < Sk) {
+                const u64 row = kv * Sk + key;
+                ch.bytes = __ldg(reinterpret_cast<const uint4*>(k_data + row * (D / 2) + k0 / 2));
+                ch.scales = load_scales<FMT>(k_scale + row * (D / B) + k0 / B);
+                f = __ldg(fac.k + row);
+            }
+            u8* tile = fac.tiles8_of_kv<D>(kv, (int)Sk) + (u64)(key / BC) * G::TILE8_BYTES;
+            f8::widen_chunk<FMT, G::QK_SWIZZLE, G::QK_SBO>(ch, f, tile, f8::col_of_key((int)(key % BC)), (int)k0);
+        } else {
+            const u64 i = c - k_chunks, row = i / VPR;  // kv·D + d
+            const u32 key0 = 32 * (u32)(i % VPR);
+            if (key0 < Skp) {
+                ch.bytes = __ldg(reinterpret_cast<const uint4*>(v_data + row * (Skp / 2) + key0 / 2));
+                ch.scales = load_scales<FMT>(v_scale + row * (Skp / B) + key0 / B);
+            }
+            u8* tile = fac.tiles8_of_kv<D>(row / D, (int)Sk) + (u64)(key0 / BC) * G::TILE8_BYTES + G::K_BYTES;
+            f8::widen_chunk<FMT, G::V_SWIZZLE, G::V_SBO>(ch, __ldg(fac.v + row), tile, (int)(row % D), (int)(key0 % BC));
+        }
     }
+}
+// keys_per_tile: the host's (Variant::keys_per_tile), checked against this module's tiles.
+template <int FMT>
+__device__ __forceinline__ void fp8_widen(const u8* k_data, const u8* k_scale, const u8* v_data, const u8* v_scale,
+                                          const int* factors, u32 bh_count, u32 Sq, u32 Sk, u32 D, u32 Skp, u32 kv_group,
+                                          u32 keys_per_tile) {
+    if ((D == 64 || D == 128) && keys_per_tile != (u32)(D == 64 ? f8::Geo8<64>::BC : f8::Geo8<128>::BC))
+        __trap();  // another variant's module: its tiles would not be this one's
+    if (D == 64)
+        fp8_widen_tiles<FMT, 64>(k_data, k_scale, v_data, v_scale, factors, bh_count, Sq, Sk, Skp, kv_group);
+    else if (D == 128)
+        fp8_widen_tiles<FMT, 128>(k_data, k_scale, v_data, v_scale, factors, bh_count, Sq, Sk, Skp, kv_group);
+    else
+        __trap();  // the host launches the FP8 body at head_dim 64 and 128 only
 }
 }  // namespace attn
 
@@ -103,8 +131,9 @@ __device__ __forceinline__ void fp8_widen(const u8* k_data, const u8* k_scale, c
     extern "C" __global__ void __launch_bounds__(256)                                                           \
         NAME(const unsigned char* k_data, const unsigned char* k_scale, const unsigned char* v_data,             \
              const unsigned char* v_scale, int* factors, unsigned bh_count, unsigned Sq, unsigned Sk, unsigned D, \
-             unsigned Skp, unsigned kv_group) {                                                                  \
-        attn::fp8_widen<FMT>(k_data, k_scale, v_data, v_scale, factors, bh_count, Sq, Sk, D, Skp, kv_group);    \
+             unsigned Skp, unsigned kv_group, unsigned keys_per_tile) {                                          \
+        attn::fp8_widen<FMT>(k_data, k_scale, v_data, v_scale, factors, bh_count, Sq, Sk, D, Skp, kv_group,     \
+                             keys_per_tile);                                                                     \
     }
 FP8_WIDEN_ENTRY(fp8_widen_mxfp4, attn::MX)
 FP8_WIDEN_ENTRY(fp8_widen_nvfp4, attn::NV)

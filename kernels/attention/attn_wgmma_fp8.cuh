@@ -36,20 +36,28 @@
 // Where K and Vᵀ are widened to E4M3, one compiled variant each (the host picks per shape:
 // src/attention/paths.rs, fp8_widen_once): 0, by each CTA's producer, tile by tile, into shared
 // memory, so nothing but FP4 is stored; 1, once per launch by the pre-pass fp8_widen_* into the
-// workspace (an E4M3 copy of K and Vᵀ, twice their FP4 bytes), from which the producer copies
-// E4M3 tiles with cp.async. Per CTA, every row block of a K/V head widens each of its tiles
-// again, and that widening, not the consumers, bounds the kernel on long sequences
-// (reports/sm_90/attention/h200/README.md). One variant with the choice as an argument held
-// both ways in the producer's registers and ran slower in both.
+// workspace (an E4M3 copy of K and Vᵀ, twice their FP4 bytes), stored there as each key tile's
+// shared-memory image (swizzled, K's rows in column order, zero past the keys), so that one
+// thread of the producer brings a tile into its stage with one bulk copy (cp.async.bulk),
+// which completes on the stage's full barrier. Per CTA, every row block of a K/V head widens
+// each of its tiles again, and that widening, not the consumers, bounds the kernel from a few
+// row blocks per head on (reports/sm_90/attention/h200/README.md). One variant with the choice
+// as an argument held both ways in the producer's registers and ran slower in both.
 #ifndef ATTN_FP8_WIDEN_ONCE
 #define ATTN_FP8_WIDEN_ONCE 0
 #endif
 
 // The producer widens Q (and per CTA each key tile's 8 chunks, held in registers with their
 // factors): at 80 registers (the bf16 body's) it spilled; 120 leaves the consumers 192, which
-// they fit in.
+// they fit in. Widening once, 56 (the consumers 224) ran slower (src/attention/paths.rs:
+// FP8_ONCE_KEYS_D128).
 #ifndef ATTN_PRODUCER_REGS
 #define ATTN_PRODUCER_REGS 120
+#endif
+
+// Keys per tile at D = 128 (the host's Variant::keys_per_tile sets it).
+#ifndef ATTN_FP8_BC_D128
+#define ATTN_FP8_BC_D128 64
 #endif
 
 #include "attention/attn_wgmma_pipeline.cuh"
@@ -73,10 +81,9 @@ namespace HO = ::fp4probe::wgmma::handoff_d_f32_n64_a_e4m3_k32;
 // ---- geometry -------------------------------------------------------------------------------
 
 // Keys per tile: S's accumulator (BC/2 registers) and O's (D/2) share the consumers'
-// registers, 128 keys at D = 64 and 64 at D = 128. 128 keys at D = 128 fit the consumers but
-// spilled in the producer widening per CTA, and ran slower widening once on the H200 (NVFP4 and
-// MXFP4, without the mask: 477–479 TFLOP/s at S = 4096 and 558–562 at S = 16384, against
-// 516–518 and 580–582 with 64; `fp4probe attention --bench --path wgmma-fp8`, separate runs).
+// registers, 128 keys at D = 64; at D = 128, 128 where the producer only copies tiles
+// (ATTN_FP8_WIDEN_ONCE) and 64 where it widens them, whose registers then spill at 128
+// (the host sets ATTN_FP8_BC_D128: src/attention/paths.rs, Variant::keys_per_tile).
 // Q and K rows are D bytes, Vᵀ rows BC bytes: each row one swizzle row of its mode (128B for
 // 128-byte rows, 64B for 64-byte ones), 8 rows one swizzle atom (SBO).
 // Keys that share K's factor (fp8.rs: K_FACTOR_KEYS): a key tile lies in one group, so the
@@ -86,7 +93,7 @@ constexpr int K_FACTOR_KEYS = 128;
 template <int D>
 struct Geo8 {
     static_assert(D == 64 || D == 128, "the FP8 wgmma body runs head_dim 64 and 128");
-    static constexpr int BC = D == 64 ? 128 : 64;
+    static constexpr int BC = D == 64 ? 128 : ATTN_FP8_BC_D128;
     static_assert(K_FACTOR_KEYS % BC == 0, "a key tile within one factor group");
     static constexpr int QK_SWIZZLE = D == 128 ? SM::kSwizzle128B : SM::kSwizzle64B;
     static constexpr int V_SWIZZLE = BC == 128 ? SM::kSwizzle128B : SM::kSwizzle64B;
@@ -101,6 +108,9 @@ struct Geo8 {
     // the offset function is then called with as 0.
     static constexpr int STAGE_BYTES = (K_BYTES + V_BYTES + ONES_BYTES + 1023) / 1024 * 1024;
     static constexpr int SMEM = 2 * Q_BYTES + STAGES * STAGE_BYTES;
+    // A key tile's image in the workspace (ATTN_FP8_WIDEN_ONCE): its stage's K and Vᵀ tiles.
+    static constexpr int TILE8_BYTES = K_BYTES + V_BYTES;
+    FP4PROBE_HD static constexpr int tiles(int Sk) { return (Sk + BC - 1) / BC; }
     static_assert(Q_WG_BYTES % 1024 == 0 && K_BYTES % 1024 == 0, "tiles on 1024-byte boundaries");
 };
 // The host's copy: src/attention/paths.rs (Variant::dynamic_smem).
@@ -291,27 +301,30 @@ __device__ __forceinline__ float pow2(int f) { return __int_as_float((127 + max(
 
 // The launch's workspace (the host's copy: src/attention/kernel.rs, Fp8Workspace): the row
 // factors of Q, K and Vᵀ (fp8_factors_*: [bh][Sq], [kv_bh][Sk], [kv_bh][D] ints; K and Vᵀ have
-// kv_bh = bh_count / kv_group heads), then, for ATTN_FP8_WIDEN_ONCE, K and Vᵀ in E4M3
-// (fp8_widen_*: [kv_bh][Sk][D] and [kv_bh][D][Skp] bytes), each part from a 256-byte boundary.
+// kv_bh = bh_count / kv_group heads), then, for ATTN_FP8_WIDEN_ONCE, the E4M3 key tiles
+// (fp8_widen_*: [kv_bh][ceil(Sk / BC)] images of TILE8_BYTES, Geo8's K tile then its Vᵀ tile),
+// each part from a 256-byte boundary.
 FP4PROBE_HD constexpr u64 round256(u64 n) { return (n + 255) / 256 * 256; }
 struct Factors {
     const int *q, *k, *v;
-    u8 *k8, *v8;
+    u8* tiles8;
     u32 kv_group;
-    __device__ __forceinline__ Factors(const int* base, u32 bh_count, int Sq, int Sk, int D, int Skp, u32 kv_group_)
+    __device__ __forceinline__ Factors(const int* base, u32 bh_count, int Sq, int Sk, int D, u32 kv_group_)
         : kv_group(kv_group_) {
         const u64 kv_bh = bh_count / kv_group_;
         q = base;
         k = q + (u64)bh_count * Sq;
         v = k + kv_bh * Sk;
-        k8 = (u8*)base + round256(4 * ((u64)bh_count * Sq + kv_bh * (Sk + D)));
-        v8 = k8 + round256(kv_bh * Sk * D);
+        tiles8 = (u8*)base + round256(4 * ((u64)bh_count * Sq + kv_bh * (Sk + D)));
     }
-    // The K rows and Vᵀ rows of Q head bh's K/V head (head_offsets), and its E4M3 K and Vᵀ.
+    // The K rows and Vᵀ rows of Q head bh's K/V head (head_offsets).
     __device__ __forceinline__ const int* k_of(u32 bh, int Sk) const { return k + (u64)(bh / kv_group) * Sk; }
     __device__ __forceinline__ const int* v_of(u32 bh, int D) const { return v + (u64)(bh / kv_group) * D; }
-    __device__ __forceinline__ const u8* k8_of(u32 bh, int Sk, int D) const { return k8 + (u64)(bh / kv_group) * Sk * D; }
-    __device__ __forceinline__ const u8* v8_of(u32 bh, int D, int Skp) const { return v8 + (u64)(bh / kv_group) * D * Skp; }
+    // The first E4M3 key tile of K/V head kv (ATTN_FP8_WIDEN_ONCE).
+    template <int D>
+    __device__ __forceinline__ u8* tiles8_of_kv(u64 kv, int Sk) const {
+        return tiles8 + kv * (u64)Geo8<D>::tiles(Sk) * Geo8<D>::TILE8_BYTES;
+    }
 };
 
 // ---- the producer ---------------------------------------------------------------------------
@@ -377,33 +390,6 @@ __device__ __forceinline__ void store8(const TileChunks8<D>& tc, unsigned char* 
     }
 }
 
-// ATTN_FP8_WIDEN_ONCE: one key tile's E4M3 K and Vᵀ bytes from the workspace into its stage by
-// cp.async, 16 bytes a copy (K rows past Sk and keys past Skp zero-filled), K's rows in column
-// order; and the tile's key factor, stored.
-template <int D>
-__device__ __forceinline__ void copy_tile8(const u8* k8, const u8* v8, const int* fk, unsigned char* stage, float* kf,
-                                           int key0, int Sk, int Skp, int t) {
-    using G = Geo8<D>;
-    constexpr int BC = G::BC, KP = BC * D / 16, VP = D * BC / 16;
-    static_assert(KP % 128 == 0 && VP % 128 == 0, "whole pieces per thread");
-    const u32 k_tile = shared_addr(stage), v_tile = k_tile + G::K_BYTES;
-#pragma unroll
-    for (int c = 0; c < KP / 128; ++c) {
-        const int p = t + 128 * c, i = p / (D / 16), col = 16 * (p % (D / 16)), key = key0 + i;
-        const bool in = key < Sk;
-        cp_async<16>(k_tile + tile_offset<G::QK_SWIZZLE, G::QK_SBO>(col_of_key(i), col),
-                     in ? k8 + (u64)key * D + col : k8, in ? 16 : 0);
-    }
-#pragma unroll
-    for (int c = 0; c < VP / 128; ++c) {
-        const int p = t + 128 * c, d = p / (BC / 16), col = 16 * (p % (BC / 16)), key = key0 + col;
-        const bool in = key < Skp;
-        cp_async<16>(v_tile + tile_offset<G::V_SWIZZLE, G::V_SBO>(d, col), in ? v8 + (u64)d * Skp + key : v8,
-                     in ? 16 : 0);
-    }
-    if (t == 0) *kf = pow2(__ldg(fk + key0));
-}
-
 // The producer's walk: per segment its Work, the row block's Q widened into one of two Q
 // buffers, then its key tiles through the ring, each fetched while the one before is stored.
 template <int D, int FMT>
@@ -425,6 +411,11 @@ __device__ __forceinline__ void produce8(int Sq, int Sk, int causal, u32 bh_coun
     for (int s = 0; s < STAGES; ++s)
         for (int i = t; i < G::ONES_BYTES / 4; i += 128)
             reinterpret_cast<u32*>(stages + s * G::STAGE_BYTES + G::K_BYTES + G::V_BYTES)[i] = 0x38383838u;
+    if (ATTN_FP8_WIDEN_ONCE) {
+        // Thread 0 alone tells the stages full: every thread's ones before it does.
+        fence_async_smem();
+        bar_sync(bar_producer(), 128);
+    }
     int ring = 0, seg = 0;
     for (;; ++seg) {
         if (seg >= 2) bar_sync(bar_q_empty(seg & 1), THREADS);
@@ -457,27 +448,21 @@ __device__ __forceinline__ void produce8(int Sq, int Sk, int causal, u32 bh_coun
         fence_async_smem();
         mbar_arrive(&full->q[seg & 1]);
         if (ATTN_FP8_WIDEN_ONCE) {
-            // Tile j's copies are issued before tile j-1's are waited for; tile j-1 is told full
-            // before the producer waits for another empty stage (with three stages the
-            // consumers never need a tile the producer has not told), and the segment's last
-            // tile before its end.
-            const u8* k8 = fac.k8_of(sg.bh, Sk, D);
-            const u8* v8 = fac.v8_of(sg.bh, D, Skp);
+            // A tile's image, one bulk copy into its stage, issued by thread 0 once the stage is
+            // empty; the copy's bytes complete the stage's full barrier, whose one arrival
+            // (thread 0's, after the tile's key factor) expects them.
+            const u8* img = fac.tiles8_of_kv<D>(sg.bh / op.kv_group, Sk);
             for (int j = sg.t0; j < sg.t1; ++j) {
                 const int s = ring % STAGES;
                 if (ring >= STAGES) bar_sync(bar_empty(s), THREADS);
-                copy_tile8<D>(k8, v8, fk, stages + s * G::STAGE_BYTES, kf + s, j * BC, Sk, Skp, t);
-                cp_async_commit();
-                if (j > sg.t0) {
-                    cp_async_wait_one();
-                    fence_async_smem();
-                    mbar_arrive(&full->stage[(ring - 1) % STAGES]);
+                if (t == 0) {
+                    kf[s] = pow2(__ldg(fk + j * BC));
+                    mbar_arrive_expect_tx(&full->stage[s], G::TILE8_BYTES);
+                    bulk_copy_g2s(shared_addr(stages + s * G::STAGE_BYTES), img + (u64)j * G::TILE8_BYTES,
+                                  G::TILE8_BYTES, &full->stage[s]);
                 }
                 ++ring;
             }
-            cp_async_wait_all();
-            fence_async_smem();
-            mbar_arrive(&full->stage[(ring - 1) % STAGES]);
             continue;
         }
         for (int j = sg.t0; j < sg.t1; ++j) {
@@ -729,7 +714,6 @@ __device__ void attention_wgmma_fp8(const u8* __restrict__ q_data, const u8* __r
     using namespace f8;
     using G = Geo8<D>;
     static_assert(CONSUMERS == 2, "the FP8 body runs two consumer warpgroups");
-    static_assert(!ATTN_FP8_WIDEN_ONCE || STAGES >= 3, "the copies' pipeline tells tile j-1 full after waiting for an empty stage");
     extern __shared__ __align__(1024) unsigned char smem[];
     unsigned dyn;
     asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dyn));
@@ -741,13 +725,14 @@ __device__ void attention_wgmma_fp8(const u8* __restrict__ q_data, const u8* __r
     __shared__ float kf[STAGES];  // each stage's key factor 2^fk
     if (threadIdx.x == 0) {
 #pragma unroll
-        for (int s = 0; s < STAGES; ++s) mbar_init(&full.stage[s], 128);
+        // A stage is told full by the producer's 128 threads, or by its bulk copy's thread.
+        for (int s = 0; s < STAGES; ++s) mbar_init(&full.stage[s], ATTN_FP8_WIDEN_ONCE ? 1 : 128);
         mbar_init(&full.q[0], 128);
         mbar_init(&full.q[1], 128);
     }
     __syncthreads();
     const int tid = threadIdx.x, wgi = __shfl_sync(0xffffffffu, tid / 128, 0), t = tid % 128;
-    const Factors fac(factors, bh_count, Sq, Sk, D, Skp, kv_group);
+    const Factors fac(factors, bh_count, Sq, Sk, D, kv_group);
     if (wgi == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(PRODUCER_REGS));
         produce8<D, FMT>(Sq, Sk, causal, bh_count, q_tiles, works, stages, kf, &full,

@@ -78,6 +78,20 @@ __device__ __forceinline__ void mbar_init(const unsigned long long* b, int count
 __device__ __forceinline__ void mbar_arrive(const unsigned long long* b) {
     asm volatile("{ .reg .b64 state; mbarrier.arrive.shared::cta.b64 state, [%0]; }" ::"r"(shared_addr(b)) : "memory");
 }
+// ... and expect `bytes` more from the bulk copies that complete on it (one arrival).
+__device__ __forceinline__ void mbar_arrive_expect_tx(const unsigned long long* b, u32 bytes) {
+    asm volatile("{ .reg .b64 state; mbarrier.arrive.expect_tx.shared::cta.b64 state, [%0], %1; }" ::"r"(shared_addr(b)),
+                 "r"(bytes)
+                 : "memory");
+}
+// `bytes` (a multiple of 16, both addresses 16-byte aligned) from global memory to shared
+// memory by the bulk-copy engine, completing as transaction bytes on mbarrier `b` (a CTA is a
+// cluster of one: its shared::cta addresses are its shared::cluster ones).
+__device__ __forceinline__ void bulk_copy_g2s(u32 dst, const void* src, u32 bytes, const unsigned long long* b) {
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst),
+                 "l"(src), "r"(bytes), "r"(shared_addr(b))
+                 : "memory");
+}
 __device__ __forceinline__ void mbar_wait(const unsigned long long* b, int phase) {
     const u32 addr = shared_addr(b), parity = (u32)phase & 1u;
     u32 done;

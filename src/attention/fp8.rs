@@ -3,7 +3,7 @@
 //! and its CPU reference (`reference_fp8`). `docs/attention-fp8.md` states the arithmetic and
 //! why it is exact where it says so; `reference_fp8`'s doc is the normative statement.
 
-use super::paths::KernelPath;
+use super::paths;
 use super::prequant::QuantizedQkv;
 use super::reference::{par_rows, score_factor};
 use crate::quant::codes::{E4M3_NAN, E8M0_NAN, e2m1_decode, e4m3_round, e4m3_to_f32};
@@ -228,7 +228,7 @@ pub fn p_e4m3(s2: f64, m: f64) -> u8 {
 /// 5. acc[d] = the same accumulation of Σ_j p8[j]·v8[j,d] over the groups of 32 keys that
 ///    hold a visible key, in key order, from 0. l = the f32 sum, in key order, of the same
 ///    accumulation of Σ_j p8[j]·1 over each key tile (T keys from key 0, T =
-///    `KernelPath::WgmmaFp8.keys_per_tile`: a channel of V that is all ones, which the kernel
+///    `paths::fp8_keys_per_tile`: a channel of V that is all ones, which the kernel
 ///    runs beside O and adds up per tile: accumulated over a whole row, the 14-bit sum would
 ///    drop the small p8 once l is large, a quarter of l at 16384 Gaussian keys).
 ///    O[i,d] = RN_f32(acc[d] / l) · RN_f32(2^fv_d · v_ts) rounded to f32 (v_ts: V's NVFP4
@@ -256,7 +256,7 @@ pub fn reference_fp8(qkv: &QuantizedQkv) -> Vec<f32> {
         seq_k: shape.seq_k,
         skp: shape.seq_k_padded(),
         group: shape.group(),
-        l_tile: KernelPath::WgmmaFp8.keys_per_tile(shape.head_dim),
+        l_tile: paths::fp8_keys_per_tile(shape),
         c: score_factor(qkv) as f64,
         q: &q,
         k: &k,

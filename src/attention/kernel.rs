@@ -35,9 +35,10 @@ pub struct AttentionKernel<'a> {
     sms: usize,
     /// The on-the-fly path's pre-passes, by name (`transpose_pad_16bit`, `smooth_k_bf16`, ...).
     pre_passes: Vec<(&'static str, sys::CUfunction)>,
-    /// The FP8 body's pre-passes per format (`fp8_factors_*`, `fp8_widen_*`), for that path
-    /// only.
-    fp8_passes: Vec<(Format, [sys::CUfunction; 2])>,
+    /// The FP8 body's pre-passes per variant and format (`fp8_factors_*`, `fp8_widen_*`), for
+    /// that path only: each variant's from its own module, whose key tiles its widening lays
+    /// out.
+    fp8_passes: Vec<(Variant, Format, [sys::CUfunction; 2])>,
     /// The wgmma body's stream-K workspace, allocated by the first launch that needs it.
     /// Launches on this kernel's stream share it (one at a time on the device).
     workspace: Mutex<Option<Workspace>>,
@@ -129,18 +130,15 @@ impl<'a> AttentionKernel<'a> {
             .iter()
             .map(|&name| Ok((name, modules[0].1.function(name)?)))
             .collect::<Result<_>>()?;
-        let fp8_passes = if path.is_fp8() {
-            let m = &modules[0].1;
-            path.formats()
-                .iter()
-                .map(|&f| {
+        let mut fp8_passes = Vec::new();
+        if path.is_fp8() {
+            for (variant, m) in &modules {
+                for &f in path.formats() {
                     let pass = |p: &str| m.function(&format!("fp8_{p}_{}", f.name()));
-                    Ok((f, [pass("factors")?, pass("widen")?]))
-                })
-                .collect::<Result<_>>()?
-        } else {
-            Vec::new()
-        };
+                    fp8_passes.push((*variant, f, [pass("factors")?, pass("widen")?]));
+                }
+            }
+        }
         Ok(AttentionKernel {
             backend,
             path,
@@ -210,13 +208,17 @@ impl<'a> AttentionKernel<'a> {
         variant: Variant,
         ops: &[sys::CUdeviceptr; 6],
     ) -> Result<sys::CUdeviceptr> {
-        let [factors, widen] = match self.fp8_passes.iter().find(|(f, _)| *f == format) {
-            Some(&(_, passes)) => passes,
-            None => bail!("no FP8 pre-passes for {}", format.name()),
+        let found = self
+            .fp8_passes
+            .iter()
+            .find(|(v, f, _)| *v == variant && *f == format);
+        let [factors, widen] = match found {
+            Some(&(_, _, passes)) => passes,
+            None => bail!("no FP8 pre-passes for {} in {variant:?}", format.name()),
         };
-        let ws = Fp8Workspace::of(s);
+        let ws = Fp8Workspace::of(s, variant.keys_per_tile(s.head_dim));
         let once = variant.fp8_widen_once;
-        let bytes = if once { ws.total } else { ws.e4m3_k };
+        let bytes = if once { ws.total } else { ws.e4m3_tiles };
         let mut buf = self.fp8_workspace.lock().unwrap_or_else(|e| e.into_inner());
         if buf.as_ref().is_none_or(|b| b.bytes() < bytes) {
             // The old buffer may still be in use by launches in flight.
@@ -258,10 +260,11 @@ impl<'a> AttentionKernel<'a> {
                 KernelArg::U32(fit_u32(s.head_dim, "head_dim")?),
                 KernelArg::U32(fit_u32(s.seq_k_padded(), "padded seq_k")?),
                 KernelArg::U32(fit_u32(s.group(), "K/V head group")?),
+                KernelArg::U32(fit_u32(variant.keys_per_tile(s.head_dim), "keys per tile")?),
             ];
             // SAFETY: fp8_widen_{fmt}(K codes, K scales, Vᵀ codes, Vᵀ scales, int* workspace,
-            // u32 bh_count, Sq, Sk, D, Skp, kv_group): the operands of `s` in `format`; the workspace of
-            // `Fp8Workspace::of(s)`'s size, its factors written by the launch before on the
+            // u32 bh_count, Sq, Sk, D, Skp, kv_group, keys_per_tile): the operands of `s` in `format`; the workspace of
+            // `Fp8Workspace::of`'s size for `variant`, its factors written by the launch before on the
             // same stream. Grid-stride over the 32-element chunks.
             unsafe {
                 self.backend
@@ -413,23 +416,24 @@ fn fit_u32(v: usize, what: &str) -> Result<u32> {
 }
 
 /// The FP8 body's workspace (`Factors` in attn_wgmma_fp8.cuh): i32 row factors of Q, K and Vᵀ,
-/// then K [kv_bh][Sk][D] and Vᵀ [kv_bh][D][Skp] in E4M3, each part from a 256-byte boundary.
+/// then each K/V head's E4M3 key tiles, each a stage's image (its K tile, then its Vᵀ tile,
+/// `head_dim` bytes per key each), each part from a 256-byte boundary.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Fp8Workspace {
-    /// Where the E4M3 K starts (the factors' bytes, rounded up).
-    pub e4m3_k: usize,
+    /// Where the E4M3 key tiles start (the factors' bytes, rounded up).
+    pub e4m3_tiles: usize,
     /// The whole workspace.
     pub total: usize,
 }
 
 impl Fp8Workspace {
-    pub fn of(s: &AttnShape) -> Self {
-        let (bh, kv) = (s.bh(), s.kv_bh());
+    /// For `s` run with key tiles of `keys_per_tile` keys.
+    pub fn of(s: &AttnShape, keys_per_tile: usize) -> Self {
         let r = |n: usize| n.next_multiple_of(256);
-        let e4m3_k = r(4 * (bh * s.seq_q + kv * (s.seq_k + s.head_dim)));
-        // K, then Vᵀ.
-        let total = e4m3_k + r(kv * s.seq_k * s.head_dim) + r(kv * s.head_dim * s.seq_k_padded());
-        Fp8Workspace { e4m3_k, total }
+        let e4m3_tiles = r(4 * (s.bh() * s.seq_q + s.kv_bh() * (s.seq_k + s.head_dim)));
+        let keys = s.seq_k.next_multiple_of(keys_per_tile);
+        let total = e4m3_tiles + s.kv_bh() * keys * 2 * s.head_dim;
+        Fp8Workspace { e4m3_tiles, total }
     }
 }
 

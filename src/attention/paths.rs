@@ -177,12 +177,6 @@ impl KernelPath {
         self == KernelPath::WgmmaFp8
     }
 
-    /// The wgmma bodies' ring of key tiles (`ATTN_STAGES` in attn_wgmma_pipeline.cuh, which an
-    /// experiment may set): 3 for the bf16 body, `FP8_STAGES` for the FP8 one.
-    pub fn stages(self) -> usize {
-        experiment_define("ATTN_STAGES").unwrap_or(if self.is_fp8() { FP8_STAGES } else { 3 })
-    }
-
     /// Keys per tile of the wgmma bodies (`Geo<D>::BC`, `Geo8<D>::BC`): their S accumulator
     /// (BC/2 registers) and O's (D/2) share the consumers' registers.
     pub fn keys_per_tile(self, head_dim: usize) -> usize {
@@ -288,12 +282,12 @@ impl Variant {
     /// FP8 stage also holds its keys' factors, and starts on a 1024-byte boundary); the other
     /// bodies use static shared memory only.
     pub fn dynamic_smem(self, head_dim: usize) -> usize {
-        let keys = self.path.keys_per_tile(head_dim);
+        let keys = self.keys_per_tile(head_dim);
         let q = self.rows_per_cta() * head_dim;
         match self.path {
-            KernelPath::Wgmma => 2 * (2 * q) + self.path.stages() * (2 * keys * head_dim * 2),
+            KernelPath::Wgmma => 2 * (2 * q) + self.stages() * (2 * keys * head_dim * 2),
             KernelPath::WgmmaFp8 => {
-                2 * q + self.path.stages() * (2 * keys * head_dim + 8 * keys).next_multiple_of(1024)
+                2 * q + self.stages() * (2 * keys * head_dim + 8 * keys).next_multiple_of(1024)
             }
             _ => 0,
         }
@@ -309,9 +303,33 @@ impl Variant {
             d.push("ATTN_FP8_WIDEN_ONCE=1".into());
         }
         if self.path.is_fp8() && experiment_define("ATTN_STAGES").is_none() {
-            d.push(format!("ATTN_STAGES={FP8_STAGES}"));
+            d.push(format!("ATTN_STAGES={}", self.stages()));
+        }
+        if self.path.is_fp8() && experiment_define("ATTN_FP8_BC_D128").is_none() {
+            d.push(format!("ATTN_FP8_BC_D128={}", self.keys_per_tile(128)));
         }
         d
+    }
+
+    /// The wgmma bodies' ring of key tiles (`ATTN_STAGES` in attn_wgmma_pipeline.cuh, which an
+    /// experiment may set): 3 for the bf16 body; for the FP8 one `FP8_STAGES`, or where it
+    /// widens once (tiles of twice the bytes at head_dim 128) `FP8_ONCE_STAGES`.
+    pub fn stages(self) -> usize {
+        let fp8 = match self.fp8_widen_once {
+            true => FP8_ONCE_STAGES,
+            false => FP8_STAGES,
+        };
+        experiment_define("ATTN_STAGES").unwrap_or(if self.path.is_fp8() { fp8 } else { 3 })
+    }
+
+    /// Keys per tile (`Geo<D>::BC`, `Geo8<D>::BC`): the path's, except where the FP8 body
+    /// widens once at head_dim 128 (`ATTN_FP8_BC_D128`, which an experiment may set).
+    pub fn keys_per_tile(self, head_dim: usize) -> usize {
+        if self.path.is_fp8() && self.fp8_widen_once && head_dim == 128 {
+            experiment_define("ATTN_FP8_BC_D128").unwrap_or(FP8_ONCE_KEYS_D128)
+        } else {
+            self.path.keys_per_tile(head_dim)
+        }
     }
 
     /// The wgmma body's schedule of `shape` on `sms` multiprocessors, persistent or one CTA per
@@ -322,7 +340,7 @@ impl Variant {
             StreamK::best(
                 shape,
                 self.rows_per_cta(),
-                self.path.keys_per_tile(shape.head_dim),
+                self.keys_per_tile(shape.head_dim),
                 sms,
             )
         })
@@ -399,26 +417,54 @@ fn experiment_define(name: &str) -> Option<usize> {
         .find_map(|d| d.strip_prefix(name)?.strip_prefix('=')?.parse().ok())
 }
 
-/// The FP8 body's ring of key tiles. Its tiles are small (17 KiB at d = 128, 64 keys) and,
-/// widened once, copied from global memory with cp.async, whose latency three stages did not
-/// cover: on the H200 (d = 128, B = 1, H = 32, NVFP4–MXFP4, one run of `fp4probe attention
-/// --bench --path wgmma-fp8` per stage count) 3, 4 and 6 stages ran 511–513, 568–571 and
-/// 574 TFLOP/s at S = 4096 and 582, 652–653 and 656–657 at S = 16384 without the mask,
-/// 540–542, 586–608 and 600–621 with it; at d = 64 (widened per CTA) within 2% of each other.
+/// The FP8 body's ring of key tiles where the producer widens them per CTA (16 KiB tiles): at
+/// d = 64 on the H200, 3, 4 and 6 stages ran within 2% of each other (B = 1, H = 32, one run of
+/// `fp4probe attention --bench --path wgmma-fp8` per stage count).
 const FP8_STAGES: usize = 6;
 
+/// ... and where it widens once (tiles of 128 keys, 32 KiB at d = 128): 4 and 5 stages ran
+/// within 1% of each other on the H200 (d = 128, S = 4096 and 16384, causal and not; one run,
+/// reports/sm_90/attention/h200/fp8-once-geometry-side-by-side.csv).
+const FP8_ONCE_STAGES: usize = 4;
+
+/// Keys per tile of the FP8 body at head_dim 128 where it widens once. The producer only
+/// issues one bulk copy a tile, so the consumers' 192 registers hold S of 128 keys (64) beside
+/// O (64) without spilling, and each tile's fixed costs (barriers, turns, descriptors, l's
+/// chain) spread over twice the scores. Side by side on the H200 (B = 1, H = 32, NVFP4–MXFP4,
+/// TFLOP/s; fp8-once-geometry-side-by-side.csv), 64 keys in 6 stages against 128 in 4:
+/// S = 4096 649–653 against 780–789 without the mask, 516–521 against 532–540 with it;
+/// S = 16384 757–760 against 987–993, 707–723 against 771–819. With the producer at 56
+/// registers (the consumers at 224), 128 keys ran 735–745 and 892–906 without the mask.
+const FP8_ONCE_KEYS_D128: usize = 128;
+
+/// Keys per tile of the FP8 body's variant for `s` (the one `Variant::pick` takes from
+/// `KernelPath::WgmmaFp8.variants()`): its reference sums l per tile of that many keys.
+pub fn fp8_keys_per_tile(s: &AttnShape) -> usize {
+    let variants = KernelPath::WgmmaFp8.variants();
+    let once = fp8_widen_once(s);
+    variants
+        .iter()
+        .find(|v| v.fp8_widen_once == once)
+        .unwrap_or(&variants[0])
+        .keys_per_tile(s.head_dim)
+}
+
 /// Whether the FP8 body should widen `s`'s K and Vᵀ once per launch, by the pre-pass into an
-/// E4M3 workspace, rather than per CTA by its producer into shared memory (the variant with
+/// E4M3 workspace of key-tile images that the producer brings in with one bulk copy a tile,
+/// rather than per CTA by its producer into shared memory (the variant with
 /// `ATTN_FP8_WIDEN_ONCE`). Per CTA, every row block of a K/V head widens each K/V tile again
-/// (2·D/128 widened elements per score element); once costs a pass over K and V and a
-/// workspace of twice their FP4 bytes. Measured side by side on the H200 with three stages
-/// (B = 1, H = 32, per CTA against once, TFLOP/s, NVFP4–MXFP4 without the mask;
-/// reports/sm_90/attention/h200, fp8-widening-side-by-side.csv):
-/// d = 128, S = 1024: 277–314 against 294–303; S = 2048: 323–365 against 408–414; S = 4096:
-/// 377–396 against 511–513. d = 64, S = 4096: 384–395 against 348–352. So once at d = 128 from
-/// 16 row blocks (of 128 queries) per K/V head, and per CTA at d = 64.
+/// (2·D/128 widened elements per score element) and nothing but FP4 is stored; once costs a
+/// pass over K and V and a workspace of twice their FP4 bytes. Side by side on the H200
+/// (B = 1, H = 32, one run, per CTA against once with 64-key tiles at d = 128, TFLOP/s,
+/// NVFP4–MXFP4; reports/sm_90/attention/h200/fp8-widening-side-by-side.csv): d = 64,
+/// S = 1024 (8 row blocks of 128 queries per K/V head): 228–231 against 224–230 without the
+/// mask, 110–114 against 109–110 with it; S = 2048: 321–336 against 356–357; S = 4096:
+/// 391–401 against 496–499; S = 16384: 422–437 against 604–605. d = 128, S = 1024: 278–313
+/// against 328–335. So once from 8 row blocks per K/V head (at d = 64 and 8 row blocks, per
+/// CTA ran up to 3% faster); fewer were not measured, and there per CTA stores nothing but
+/// FP4 and runs no pre-pass.
 pub fn fp8_widen_once(s: &AttnShape) -> bool {
-    s.head_dim >= 128 && s.seq_q.div_ceil(128) * s.group() >= 16
+    s.seq_q.div_ceil(128) * s.group() >= 8
 }
 
 /// `attn_nvfp4_d128`: the entry point for an input format and head dimension.
@@ -465,18 +511,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_fp8_body_widens_once_at_d128_from_sixteen_row_blocks_per_kv_head() {
+    fn the_fp8_body_widens_once_from_eight_row_blocks_per_kv_head() {
         if experiment_define("ATTN_FP8_WIDEN_ONCE").is_some() {
             return;
         }
         let variants = KernelPath::WgmmaFp8.variants();
         assert_eq!(variants.len(), 2);
         for (sq, heads, kv, once) in [
-            (1024, 32, 32, false),
-            (2048, 32, 32, true),
+            (512, 32, 32, false),
+            (1024, 32, 32, true),
             (16384, 32, 32, true),
-            (512, 32, 16, false),
-            (512, 32, 8, true),
+            (256, 32, 16, false),
+            (256, 32, 8, true),
             (1, 32, 32, false),
         ] {
             for d in [64, 128] {
@@ -485,9 +531,13 @@ mod tests {
                     .with_kv_heads(kv)
                     .unwrap();
                 let v = Variant::pick(&variants, &s, 132, Format::Nvfp4);
-                let once = once && d == 128;
                 assert_eq!(v.fp8_widen_once, once, "Sq {sq}, {heads}/{kv} heads, d {d}");
                 assert!(v.defines().contains(&"ATTN_FP8_WIDEN_ONCE=1".to_string()) == once);
+                // The reference sums l over the tiles of the variant the kernel runs.
+                assert_eq!(fp8_keys_per_tile(&s), v.keys_per_tile(d));
+                if experiment_define("ATTN_FP8_BC_D128").is_none() {
+                    assert_eq!(v.keys_per_tile(d), if d == 128 && !once { 64 } else { 128 });
+                }
             }
         }
     }
