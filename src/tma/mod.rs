@@ -162,7 +162,7 @@ impl Case {
             }
         }
         let inner = self.inner_bytes();
-        if inner % 16 != 0 {
+        if !inner.is_multiple_of(16) {
             bail!(
                 "{id}: the box's inner extent is {inner} bytes; a tensor map needs a multiple of \
                  16 bytes"
@@ -176,7 +176,7 @@ impl Case {
                 self.swizzle.width()
             );
         }
-        if self.smem_offset % 128 != 0 || self.smem_offset >= 1024 {
+        if !self.smem_offset.is_multiple_of(128) || self.smem_offset >= 1024 {
             bail!(
                 "{id}: shared offset {} is not a multiple of 128 below 1024 (a bulk tensor \
                  copy's shared address is 128-byte aligned)",
