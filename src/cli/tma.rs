@@ -159,37 +159,15 @@ pub fn run(args: Args) -> Result<ExitCode> {
                 return Ok(ExitCode::SUCCESS);
             }
             let picked = select(&pick)?;
-            let go = |b: &dyn TmaBackend| run_probe(b, &picked, output, wgmma, force, seed);
-            match backend {
-                BackendChoice::Emulator => go(&TmaEmulator::new()),
-                BackendChoice::Cuda => go(&CudaBackend::open()?),
-                BackendChoice::Auto => match CudaBackend::open() {
-                    Ok(d) => go(&d),
-                    Err(why) => {
-                        eprintln!("{}", fallback_notice(&why));
-                        go(&TmaEmulator::new())
-                    }
-                },
-            }
+            with_backend(backend, |b| {
+                run_probe(b, &picked, output, wgmma, force, seed)
+            })
         }
         Sub::Stmatrix {
             backend,
             output,
             force,
-        } => {
-            let go = |b: &dyn TmaBackend| run_stsm(b, output, force);
-            match backend {
-                BackendChoice::Emulator => go(&TmaEmulator::new()),
-                BackendChoice::Cuda => go(&CudaBackend::open()?),
-                BackendChoice::Auto => match CudaBackend::open() {
-                    Ok(d) => go(&d),
-                    Err(why) => {
-                        eprintln!("{}", fallback_notice(&why));
-                        go(&TmaEmulator::new())
-                    }
-                },
-            }
-        }
+        } => with_backend(backend, |b| run_stsm(b, output, force)),
         Sub::Sass {
             pick,
             target,
@@ -212,6 +190,25 @@ pub fn run(args: Args) -> Result<ExitCode> {
             println!("{} pages and README.md in {}", maps.len(), dir.display());
             Ok(ExitCode::SUCCESS)
         }
+    }
+}
+
+/// Run `go` on the backend `choice` names: `auto` falls back to the emulator with a loud
+/// notice where no CUDA device opens.
+fn with_backend(
+    choice: BackendChoice,
+    go: impl FnOnce(&dyn TmaBackend) -> Result<ExitCode>,
+) -> Result<ExitCode> {
+    match choice {
+        BackendChoice::Emulator => go(&TmaEmulator::new()),
+        BackendChoice::Cuda => go(&CudaBackend::open()?),
+        BackendChoice::Auto => match CudaBackend::open() {
+            Ok(d) => go(&d),
+            Err(why) => {
+                eprintln!("{}", fallback_notice(&why));
+                go(&TmaEmulator::new())
+            }
+        },
     }
 }
 

@@ -8,7 +8,7 @@ use super::svg::{esc, failed_prefix, lane_colour, text_width, who};
 use crate::device::BackendKind;
 use crate::isa::matrix::MatrixOp;
 use crate::movement::map::{MatrixMap, Status};
-use crate::movement::probe::Check;
+use crate::movement::probe::{Check, Validation};
 use std::fmt::Write;
 
 /// What every page and the index carry on their first line.
@@ -135,14 +135,46 @@ pub fn svg(m: &MatrixMap) -> String {
     s
 }
 
-fn check_line(c: &Check) -> String {
+/// One check's verdict: `pass: N <unit> <same>` or `FAIL: n of N <unit> differ`.
+fn check_line(c: &Check, unit: &str, same: &str) -> String {
     if c.passed {
-        format!("pass: {} elements bit-exact", c.compared)
+        format!("pass: {} {unit} {same}", c.compared)
     } else {
-        format!(
-            "FAIL: {} of {} elements differ",
-            c.mismatch_count, c.compared
-        )
+        format!("FAIL: {} of {} {unit} differ", c.mismatch_count, c.compared)
+    }
+}
+
+/// `## Validation` of a probe validated by random experiments: one row per experiment,
+/// `experiment` naming what was random, `unit`/`same` how the check counts (`elements`,
+/// `bit-exact`), `none` what a page says when nothing was inferred to validate.
+pub(super) fn random_validation_section(
+    s: &mut String,
+    v: Option<&Validation>,
+    experiment: &str,
+    (unit, same): (&str, &str),
+    none: &str,
+) {
+    s.push_str("## Validation\n\n");
+    match v {
+        Some(v) => {
+            let _ = writeln!(
+                s,
+                "| experiment (seed {}) | result |\n| --- | --- |",
+                v.seed
+            );
+            for (i, c) in v.random.iter().enumerate() {
+                let _ = writeln!(
+                    s,
+                    "| {experiment} #{} | {} |",
+                    i + 1,
+                    check_line(c, unit, same)
+                );
+            }
+            s.push('\n');
+        }
+        None => {
+            let _ = writeln!(s, "{none}\n");
+        }
     }
 }
 
@@ -266,26 +298,13 @@ pub fn page(m: &MatrixMap) -> String {
         },
         documented_word(m)
     );
-    s.push_str("## Validation\n\n");
-    match &m.validation {
-        Some(v) => {
-            let _ = writeln!(
-                s,
-                "| experiment (seed {}) | result |\n| --- | --- |",
-                v.seed
-            );
-            for (i, c) in v.random.iter().enumerate() {
-                let _ = writeln!(
-                    s,
-                    "| random tile, registers and addresses #{} | {} |",
-                    i + 1,
-                    check_line(c)
-                );
-            }
-            s.push('\n');
-        }
-        None => s.push_str("Not run: no routes were inferred.\n\n"),
-    }
+    random_validation_section(
+        &mut s,
+        m.validation.as_ref(),
+        "random tile, registers and addresses",
+        ("elements", "bit-exact"),
+        "Not run: no routes were inferred.",
+    );
     if !m.slots.is_empty() {
         s.push_str(
             "## Slots\n\n(matrix, row, col) each register element holds; `from` is the \

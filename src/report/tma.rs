@@ -4,10 +4,10 @@
 //! map and the table of which TMA swizzle feeds which wgmma descriptor swizzle
 //! ([`crate::tma::feed`]). Pure functions of the maps.
 
+use super::matrix::random_validation_section;
 use super::md::{badge, code, device, plural, provenance_section};
 use super::svg::{esc, failed_prefix, lane_colour, text_width, who};
 use crate::device::BackendKind;
-use crate::movement::probe::Check;
 use crate::tma::Dir;
 use crate::tma::feed::Pairing;
 use crate::tma::map::TmaMap;
@@ -109,14 +109,6 @@ pub fn svg(m: &TmaMap) -> String {
     }
     s.push_str("</svg>\n");
     s
-}
-
-fn check_line(c: &Check) -> String {
-    if c.passed {
-        format!("pass: {} bytes identical", c.compared)
-    } else {
-        format!("FAIL: {} of {} bytes differ", c.mismatch_count, c.compared)
-    }
 }
 
 /// The fitted byte step of the box's row (row bit 0's weight), where the map fits a form.
@@ -230,27 +222,17 @@ pub fn page(m: &TmaMap) -> String {
             }
         );
     }
-    s.push_str("## Validation\n\n");
-    match &m.validation {
-        Some(v) => {
-            let _ = writeln!(
-                s,
-                "| experiment (seed {}) | result |\n| --- | --- |",
-                v.seed
-            );
-            for (i, c) in v.random.iter().enumerate() {
-                let _ = writeln!(
-                    s,
-                    "| random global tensor and shared region #{} (shared region with a {}-byte guard, whole global tensor) | {} |",
-                    i + 1,
-                    crate::tma::GUARD_BYTES,
-                    check_line(c)
-                );
-            }
-            s.push('\n');
-        }
-        None => s.push_str("Not run: no placement was inferred.\n\n"),
-    }
+    random_validation_section(
+        &mut s,
+        m.validation.as_ref(),
+        &format!(
+            "random global tensor and shared region, every byte of both compared (the \
+             region with a {}-byte guard)",
+            crate::tma::GUARD_BYTES
+        ),
+        ("bytes", "identical"),
+        "Not run: no placement was inferred.",
+    );
     let _ = writeln!(s, "## Picture\n\n![{stem}]({stem}.svg)\n");
     provenance_section(
         &mut s,

@@ -16,9 +16,9 @@ use super::backend::{Experiment, Observed, TmaBackend};
 use super::model::{Placement, apply};
 use super::{Case, Dir};
 use crate::movement::probe::Check;
+pub use crate::movement::probe::Validation;
 use crate::rng::SplitMix64;
 use anyhow::Result;
-use serde::{Deserialize, Serialize};
 use std::time::Instant;
 
 /// Number of ids a tag experiment needs: global elements (load) or shared slots (store).
@@ -209,19 +209,6 @@ pub fn compare(expected: &Observed, got: &Observed) -> Check {
         compared,
         mismatch_count: count,
         mismatches,
-    }
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Validation {
-    pub seed: u64,
-    /// Random global tensors and shared regions, predicted through the inferred placement.
-    pub random: Vec<Check>,
-}
-
-impl Validation {
-    pub fn passed(&self) -> bool {
-        self.random.iter().all(|c| c.passed)
     }
 }
 
