@@ -6,10 +6,9 @@
 use crate::device::cuda::CudaBackend;
 use crate::device::{BackendChoice, BackendKind, fallback_notice};
 use crate::isa::Target;
-use crate::outfile::{JSON_MARKER, Ours, Outputs};
+use crate::outfile::{Ours, Outputs};
 use crate::provenance::Provenance;
 use crate::report::tma::{FEED_CSV_HEADER, PAGE_MARKER, SVG_MARKER, feed_csv, index, page, svg};
-use crate::sass::{SassReport, Toolchain, ToolchainKind};
 use crate::tma::backend::TmaBackend;
 use crate::tma::feed::{Pairing, pairings};
 use crate::tma::kernel::probe_kernel;
@@ -463,37 +462,12 @@ fn run_sass(
         Some(t) => t,
         None => "sm_90a".parse().map_err(|e: String| anyhow::anyhow!(e))?,
     };
-    let out = Outputs::new(force);
-    if let Some(dir) = &output {
-        for c in picked {
-            let base = SassReport::file_base(&c.id(), target);
-            out.check(
-                &dir.join(format!("{base}.txt")),
-                Ours::marked(crate::sass::LISTING_MARKER),
-            )?;
-            out.check(&dir.join(format!("{base}.json")), Ours::marked(JSON_MARKER))?;
-        }
-    }
-    let tc = Toolchain::find(ToolchainKind::Pinned)?;
-    println!("toolchain {}", tc.describe());
-    let mut failed = 0;
-    for c in picked {
-        match crate::tma::sass::report(c, target, &tc) {
-            Ok(r) => {
-                println!("{:<28} {:<7} {}", c.id(), target.to_string(), r.verdict);
-                if let Some(dir) = &output {
-                    r.write(dir, &out)?;
-                }
-            }
-            Err(e) => {
-                failed += 1;
-                println!("{:<28} {:<7} {}", c.id(), target.to_string(), e.summary());
-            }
-        }
-    }
-    Ok(if failed == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    super::matrix::write_listings(
+        picked,
+        |c| c.id(),
+        |_| target,
+        crate::tma::sass::report,
+        output,
+        force,
+    )
 }

@@ -3,8 +3,8 @@
 //! holds it (`T5` and `r2.e1`, coloured by lane) and each row with the lane whose address names
 //! it; and the folder's `README.md`, one row per map. Pure functions of the maps.
 
-use super::md::{badge, cell, code, device, plural, provenance_section, ptx_section, ranges};
-use super::svg::{esc, failed_prefix, lane_colour, text_width, who};
+use super::md::{badge, cell, code, device, plural, provenance_section, ptx_section, ranges, runs};
+use super::svg::{failed_prefix, head, lane_colour, text_width, who};
 use crate::device::BackendKind;
 use crate::isa::matrix::MatrixOp;
 use crate::movement::map::{MatrixMap, Status};
@@ -60,19 +60,12 @@ pub fn svg(m: &MatrixMap) -> String {
         .max(24 + text_width(subtitle.chars().count(), 6.8))
         .max(24 + text_width(title.chars().count(), 8.5));
     let height = TOP + rows * CH + 16;
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        r##"<?xml version="1.0" encoding="UTF-8"?>
-<svg xmlns="http://www.w3.org/2000/svg" version="1.1" width="{width}" height="{height}" viewBox="0 0 {width} {height}">
-<title>{} — data-movement map</title>
-<style type="text/css"><![CDATA[text{{font-family:monospace;font-size:10px;text-anchor:middle;fill:#000}}.h{{font-size:14px;font-weight:bold;text-anchor:start}}.s{{font-size:11px;text-anchor:start}}rect{{stroke:#fff;stroke-width:1}}]]></style>
-<rect width="{width}" height="{height}" fill="#fff"/>
-<text class="h" x="12" y="22">{}</text>
-<text class="s" x="12" y="40">{}</text>"##,
-        esc(&title),
-        esc(&title),
-        esc(&subtitle)
+    let mut s = head(
+        width,
+        height,
+        &format!("{title} — data-movement map"),
+        &title,
+        &subtitle,
     );
     for c in 0..8 {
         let _ = writeln!(
@@ -356,17 +349,7 @@ pub fn index(maps: &[MatrixMap]) -> String {
          which element, measured by `fp4probe matrix probe`. Stacked row = 8·matrix + row; \
          `g = lane/4`, `t = lane%4`, `e` = element in the register.\n\n"
     );
-    let mut runs: Vec<String> = maps
-        .iter()
-        .map(|m| {
-            format!(
-                "{} on {}",
-                code(&m.provenance.command),
-                device(&m.provenance)
-            )
-        })
-        .collect();
-    runs.dedup();
+    let runs = runs(maps.iter().map(|m| &m.provenance));
     for (i, m) in maps.iter().enumerate() {
         if i == 0 {
             let _ = writeln!(s, "Produced by {}.\n", runs.join("; "));

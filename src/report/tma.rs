@@ -5,8 +5,8 @@
 //! ([`crate::tma::feed`]). Pure functions of the maps.
 
 use super::matrix::random_validation_section;
-use super::md::{badge, code, device, plural, provenance_section};
-use super::svg::{esc, failed_prefix, lane_colour, text_width, who};
+use super::md::{badge, code, device, plural, provenance_section, runs};
+use super::svg::{failed_prefix, head, lane_colour, text_width, who};
 use crate::device::BackendKind;
 use crate::tma::Dir;
 use crate::tma::feed::Pairing;
@@ -60,19 +60,12 @@ pub fn svg(m: &TmaMap) -> String {
         .max(24 + text_width(subtitle.chars().count(), 6.8))
         .max(24 + text_width(title.chars().count(), 8.5));
     let height = TOP + lines * CH + 16;
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        r##"<?xml version="1.0" encoding="UTF-8"?>
-<svg xmlns="http://www.w3.org/2000/svg" version="1.1" width="{width}" height="{height}" viewBox="0 0 {width} {height}">
-<title>{} — TMA map</title>
-<style type="text/css"><![CDATA[text{{font-family:monospace;font-size:10px;text-anchor:middle;fill:#000}}.h{{font-size:14px;font-weight:bold;text-anchor:start}}.s{{font-size:11px;text-anchor:start}}rect{{stroke:#fff;stroke-width:1}}]]></style>
-<rect width="{width}" height="{height}" fill="#fff"/>
-<text class="h" x="12" y="22">{}</text>
-<text class="s" x="12" y="40">{}</text>"##,
-        esc(&m.case),
-        esc(&title),
-        esc(&subtitle)
+    let mut s = head(
+        width,
+        height,
+        &format!("{} — TMA map", m.case),
+        &title,
+        &subtitle,
     );
     for c in 0..8 {
         let _ = writeln!(
@@ -507,18 +500,7 @@ pub fn index(
          `fp4probe tma probe`. Row and col count from the box's first element; bytes from the \
          box's shared address.\n\n"
     );
-    let mut runs: Vec<String> = maps
-        .iter()
-        .map(|m| {
-            format!(
-                "{} on {}",
-                code(&m.provenance.command),
-                device(&m.provenance)
-            )
-        })
-        .collect();
-    runs.sort();
-    runs.dedup();
+    let runs = runs(maps.iter().map(|m| &m.provenance));
     if !maps.is_empty() {
         let _ = writeln!(s, "Produced by {}.\n", runs.join("; "));
         s.push_str(
