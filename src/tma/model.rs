@@ -9,7 +9,10 @@
 //! box row's bytes, and X the swizzle as an XOR of address bits: bits [4, 4+s) (the 16-byte
 //! chunk within a span) take the XOR of bits [7, 7+s) (the 128-byte line within the pattern's
 //! repeat), s = 0, 1, 2, 3 for none, 32B, 64B, 128B — the pattern the wgmma descriptor's
-//! swizzle modes are documented with ([`crate::wgmma::model::swizzle`]).
+//! swizzle modes are documented with ([`crate::wgmma::model::swizzle`]). The documentation
+//! gives no row pitch for a box row narrower than the swizzle span; the model packs such rows
+//! at the box row's bytes, and the probe's narrow cases measure what the hardware does instead
+//! (a map records how many elements differ from this model).
 
 use super::backend::{Experiment, Observed, TmaBackend};
 use super::{Case, Dir};
