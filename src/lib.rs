@@ -30,6 +30,7 @@ pub mod sass;
 pub mod tempdir;
 pub mod tensorio;
 pub mod threads;
+pub mod tma;
 pub mod tools;
 pub mod tui;
 pub mod wgmma;

@@ -282,10 +282,31 @@ fn run_sass(
     output: Option<PathBuf>,
     force: bool,
 ) -> Result<ExitCode> {
+    write_listings(
+        picked,
+        |v| v.id(),
+        |v| target.unwrap_or(v.min_target),
+        crate::movement::sass::report,
+        output,
+        force,
+    )
+}
+
+/// The SASS listing of each of `items` (named by `id`, assembled for `target_of`, reported by
+/// `report`), printed with its verdict and, with `output`, written as `<id>.<target>.sass.txt`
+/// and `.json` there; every output is checked before the first listing.
+pub(super) fn write_listings<T>(
+    items: &[T],
+    id: impl Fn(&T) -> String,
+    target_of: impl Fn(&T) -> Target,
+    report: impl Fn(&T, Target, &Toolchain) -> Result<SassReport, crate::sass::SassError>,
+    output: Option<PathBuf>,
+    force: bool,
+) -> Result<ExitCode> {
     let out = Outputs::new(force);
     if let Some(dir) = &output {
-        for v in picked {
-            let base = SassReport::file_base(&v.id(), target.unwrap_or(v.min_target));
+        for x in items {
+            let base = SassReport::file_base(&id(x), target_of(x));
             out.check(
                 &dir.join(format!("{base}.txt")),
                 Ours::marked(crate::sass::LISTING_MARKER),
@@ -296,18 +317,18 @@ fn run_sass(
     let tc = Toolchain::find(ToolchainKind::Pinned)?;
     println!("toolchain {}", tc.describe());
     let mut failed = 0;
-    for v in picked {
-        let t = target.unwrap_or(v.min_target);
-        match crate::movement::sass::report(v, t, &tc) {
+    for x in items {
+        let t = target_of(x);
+        match report(x, t, &tc) {
             Ok(r) => {
-                println!("{:<32} {:<6} {}", v.id(), t.to_string(), r.verdict);
+                println!("{:<32} {:<6} {}", id(x), t.to_string(), r.verdict);
                 if let Some(dir) = &output {
                     r.write(dir, &out)?;
                 }
             }
             Err(e) => {
                 failed += 1;
-                println!("{:<32} {:<6} {}", v.id(), t.to_string(), e.summary());
+                println!("{:<32} {:<6} {}", id(x), t.to_string(), e.summary());
             }
         }
     }

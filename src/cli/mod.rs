@@ -21,6 +21,7 @@ mod sass;
 mod scale;
 mod select;
 mod show;
+mod tma;
 pub mod view;
 mod wgmma;
 
@@ -59,6 +60,8 @@ const EXAMPLES: &str = "Examples:
   fp4probe sass --variant m64n256k32.f32.e4m3.e4m3.ss   the GMMA a wgmma lowers to (offline)
   fp4probe matrix probe --all                       ldmatrix/stmatrix/movmatrix address and slot maps
   fp4probe matrix sass --all                        the LDSM/STSM/MOVM they lower to (offline)
+  fp4probe tma probe --all                          TMA box placement under every swizzle mode
+  fp4probe tma sass --all                           the UTMALDG/UTMASTG they lower to (offline)
   fp4probe report reports/*/*.json --skip-measured  pages and SVGs next to the maps, and the index
   fp4probe codegen --check                          are kernels/generated and src/generated current?
   fp4probe bench --variant m16n8k16.f32.bf16.bf16.f32   latency and throughput (GPU only)
@@ -145,6 +148,10 @@ pub enum Command {
     /// ldmatrix, stmatrix, movmatrix: which lane's address names which shared row and which
     /// register slot holds which element, measured (`probe`); their SASS (`sass`).
     Matrix(matrix::Args),
+    /// Bulk tensor copies (cp.async.bulk.tensor, TMA): which global element lands at which
+    /// shared byte under each swizzle mode (`probe`), their UTMALDG/UTMASTG (`sass`), and
+    /// which TMA swizzle feeds which wgmma descriptor swizzle (`report`).
+    Tma(tma::Args),
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -162,6 +169,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Lookup(a) => lookup::run(a),
         Command::Wgmma(a) => wgmma::run(a),
         Command::Matrix(a) => matrix::run(a),
+        Command::Tma(a) => tma::run(a),
         Command::Attention(a) => attention::run(a),
         Command::Quantize(a) => quantize::run_quantize(a),
         Command::Dequantize(a) => dequantize::run_dequantize(a),

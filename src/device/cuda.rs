@@ -1188,6 +1188,52 @@ impl CudaBackend {
             "running the kernel (cuCtxSynchronize)",
         )
     }
+
+    /// A 2D tiled tensor map (`cuTensorMapEncodeTiled`) over `global`: `dims` = (inner, outer)
+    /// elements, `row_bytes` the outer stride, `box_dims` = (inner, outer) elements, element
+    /// strides 1, no interleave, no L2 promotion, out-of-bound elements as zeros. The driver
+    /// checks every field; its refusal is the error. The 128 bytes go to the kernel as they are.
+    pub fn encode_tensor_map_2d(
+        &self,
+        data_type: sys::CUtensorMapDataType,
+        global: sys::CUdeviceptr,
+        dims: [u64; 2],
+        row_bytes: u64,
+        box_dims: [u32; 2],
+        swizzle: sys::CUtensorMapSwizzle,
+    ) -> Result<[u8; 128]> {
+        drv(self.ctx.bind_to_thread(), "binding the CUDA context")?;
+        let mut map = sys::CUtensorMap { opaque: [0; 16] };
+        let strides = [row_bytes];
+        let element_strides = [1u32, 1];
+        // SAFETY: every pointer references a live local array of the length rank 2 asks for
+        // (dims, box and element strides: 2; global strides: rank − 1 = 1); `map` is a valid
+        // out-pointer; the driver only reads `global` as a number.
+        check(
+            unsafe {
+                sys::cuTensorMapEncodeTiled(
+                    &mut map,
+                    data_type,
+                    2,
+                    global as *mut c_void,
+                    dims.as_ptr(),
+                    strides.as_ptr(),
+                    box_dims.as_ptr(),
+                    element_strides.as_ptr(),
+                    sys::CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
+                    swizzle,
+                    sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_NONE,
+                    sys::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+                )
+            },
+            "cuTensorMapEncodeTiled",
+        )?;
+        let mut out = [0u8; 128];
+        for (chunk, w) in out.chunks_exact_mut(8).zip(map.opaque) {
+            chunk.copy_from_slice(&w.to_le_bytes());
+        }
+        Ok(out)
+    }
 }
 
 #[cfg(test)]

@@ -3,12 +3,12 @@
 //! holds it (`T5` and `r2.e1`, coloured by lane) and each row with the lane whose address names
 //! it; and the folder's `README.md`, one row per map. Pure functions of the maps.
 
-use super::md::{badge, cell, code, device, plural, provenance_section, ptx_section, ranges};
-use super::svg::{esc, failed_prefix, lane_colour, text_width, who};
+use super::md::{badge, cell, code, device, plural, provenance_section, ptx_section, ranges, runs};
+use super::svg::{failed_prefix, head, lane_colour, text_width, who};
 use crate::device::BackendKind;
 use crate::isa::matrix::MatrixOp;
 use crate::movement::map::{MatrixMap, Status};
-use crate::movement::probe::Check;
+use crate::movement::probe::{Check, Validation};
 use std::fmt::Write;
 
 /// What every page and the index carry on their first line.
@@ -60,19 +60,12 @@ pub fn svg(m: &MatrixMap) -> String {
         .max(24 + text_width(subtitle.chars().count(), 6.8))
         .max(24 + text_width(title.chars().count(), 8.5));
     let height = TOP + rows * CH + 16;
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        r##"<?xml version="1.0" encoding="UTF-8"?>
-<svg xmlns="http://www.w3.org/2000/svg" version="1.1" width="{width}" height="{height}" viewBox="0 0 {width} {height}">
-<title>{} — data-movement map</title>
-<style type="text/css"><![CDATA[text{{font-family:monospace;font-size:10px;text-anchor:middle;fill:#000}}.h{{font-size:14px;font-weight:bold;text-anchor:start}}.s{{font-size:11px;text-anchor:start}}rect{{stroke:#fff;stroke-width:1}}]]></style>
-<rect width="{width}" height="{height}" fill="#fff"/>
-<text class="h" x="12" y="22">{}</text>
-<text class="s" x="12" y="40">{}</text>"##,
-        esc(&title),
-        esc(&title),
-        esc(&subtitle)
+    let mut s = head(
+        width,
+        height,
+        &format!("{title} — data-movement map"),
+        &title,
+        &subtitle,
     );
     for c in 0..8 {
         let _ = writeln!(
@@ -135,14 +128,46 @@ pub fn svg(m: &MatrixMap) -> String {
     s
 }
 
-fn check_line(c: &Check) -> String {
+/// One check's verdict: `pass: N <unit> <same>` or `FAIL: n of N <unit> differ`.
+fn check_line(c: &Check, unit: &str, same: &str) -> String {
     if c.passed {
-        format!("pass: {} elements bit-exact", c.compared)
+        format!("pass: {} {unit} {same}", c.compared)
     } else {
-        format!(
-            "FAIL: {} of {} elements differ",
-            c.mismatch_count, c.compared
-        )
+        format!("FAIL: {} of {} {unit} differ", c.mismatch_count, c.compared)
+    }
+}
+
+/// `## Validation` of a probe validated by random experiments: one row per experiment,
+/// `experiment` naming what was random, `unit`/`same` how the check counts (`elements`,
+/// `bit-exact`), `none` what a page says when nothing was inferred to validate.
+pub(super) fn random_validation_section(
+    s: &mut String,
+    v: Option<&Validation>,
+    experiment: &str,
+    (unit, same): (&str, &str),
+    none: &str,
+) {
+    s.push_str("## Validation\n\n");
+    match v {
+        Some(v) => {
+            let _ = writeln!(
+                s,
+                "| experiment (seed {}) | result |\n| --- | --- |",
+                v.seed
+            );
+            for (i, c) in v.random.iter().enumerate() {
+                let _ = writeln!(
+                    s,
+                    "| {experiment} #{} | {} |",
+                    i + 1,
+                    check_line(c, unit, same)
+                );
+            }
+            s.push('\n');
+        }
+        None => {
+            let _ = writeln!(s, "{none}\n");
+        }
     }
 }
 
@@ -266,26 +291,13 @@ pub fn page(m: &MatrixMap) -> String {
         },
         documented_word(m)
     );
-    s.push_str("## Validation\n\n");
-    match &m.validation {
-        Some(v) => {
-            let _ = writeln!(
-                s,
-                "| experiment (seed {}) | result |\n| --- | --- |",
-                v.seed
-            );
-            for (i, c) in v.random.iter().enumerate() {
-                let _ = writeln!(
-                    s,
-                    "| random tile, registers and addresses #{} | {} |",
-                    i + 1,
-                    check_line(c)
-                );
-            }
-            s.push('\n');
-        }
-        None => s.push_str("Not run: no routes were inferred.\n\n"),
-    }
+    random_validation_section(
+        &mut s,
+        m.validation.as_ref(),
+        "random tile, registers and addresses",
+        ("elements", "bit-exact"),
+        "Not run: no routes were inferred.",
+    );
     if !m.slots.is_empty() {
         s.push_str(
             "## Slots\n\n(matrix, row, col) each register element holds; `from` is the \
@@ -337,17 +349,7 @@ pub fn index(maps: &[MatrixMap]) -> String {
          which element, measured by `fp4probe matrix probe`. Stacked row = 8·matrix + row; \
          `g = lane/4`, `t = lane%4`, `e` = element in the register.\n\n"
     );
-    let mut runs: Vec<String> = maps
-        .iter()
-        .map(|m| {
-            format!(
-                "{} on {}",
-                code(&m.provenance.command),
-                device(&m.provenance)
-            )
-        })
-        .collect();
-    runs.dedup();
+    let runs = runs(maps.iter().map(|m| &m.provenance));
     for (i, m) in maps.iter().enumerate() {
         if i == 0 {
             let _ = writeln!(s, "Produced by {}.\n", runs.join("; "));

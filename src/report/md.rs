@@ -60,6 +60,15 @@ pub(crate) fn device(p: &Provenance) -> String {
     }
 }
 
+/// Each run that produced `ps`, `` `command` on device ``, a run repeated in a row named once.
+pub(crate) fn runs<'a>(ps: impl Iterator<Item = &'a Provenance>) -> Vec<String> {
+    let mut runs: Vec<String> = ps
+        .map(|p| format!("{} on {}", code(&p.command), device(p)))
+        .collect();
+    runs.dedup();
+    runs
+}
+
 /// The status paragraph under a page's title: the badge and what it means.
 pub(crate) fn status_section(
     s: &mut String,

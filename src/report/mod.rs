@@ -17,6 +17,7 @@ pub mod matrix;
 mod md;
 mod page;
 mod svg;
+pub mod tma;
 pub mod wgmma;
 
 pub use index::{IndexEntry, index, is_lane_map, render_index, scan, write_index};

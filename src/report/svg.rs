@@ -55,6 +55,24 @@ pub(super) fn esc(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
+/// The opening of a one-grid picture: the SVG element, `<title>`, the style of 10 px cells,
+/// a white ground, the heading and the subtitle; the caller adds the grid and `</svg>`.
+pub(super) fn head(width: u32, height: u32, title: &str, heading: &str, subtitle: &str) -> String {
+    format!(
+        r##"<?xml version="1.0" encoding="UTF-8"?>
+<svg xmlns="http://www.w3.org/2000/svg" version="1.1" width="{width}" height="{height}" viewBox="0 0 {width} {height}">
+<title>{}</title>
+<style type="text/css"><![CDATA[text{{font-family:monospace;font-size:10px;text-anchor:middle;fill:#000}}.h{{font-size:14px;font-weight:bold;text-anchor:start}}.s{{font-size:11px;text-anchor:start}}rect{{stroke:#fff;stroke-width:1}}]]></style>
+<rect width="{width}" height="{height}" fill="#fff"/>
+<text class="h" x="12" y="22">{}</text>
+<text class="s" x="12" y="40">{}</text>
+"##,
+        esc(title),
+        esc(heading),
+        esc(subtitle)
+    )
+}
+
 pub(super) fn text_width(chars: usize, px_per_char: f64) -> u32 {
     (chars as f64 * px_per_char).ceil() as u32
 }
