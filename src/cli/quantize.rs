@@ -11,6 +11,8 @@
 //! the input and the produced bytes (`quant::health`) and said on stderr; a result that keeps
 //! nothing of the input is an error unless `--force`.
 
+use crate::attention::files::vt_metadata;
+use crate::attention::prequant::transpose_pad_keys;
 use crate::device::cuda::CudaBackend;
 use crate::outfile::{Ours, Outputs};
 use crate::quant::cuda::{InType, QuantKernels};
@@ -20,7 +22,7 @@ use crate::quant::{
     Spec, container_bytes,
 };
 use crate::tensorio::{self, DType, Tensor};
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 use clap::ValueEnum;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -71,6 +73,7 @@ Examples:
   fp4probe quantize --format nvfp4 --tensor-amax 11.5 --input x.npy --output q.safetensors
   fp4probe quantize --format nvfp4 --scale-layout 128x4 --input x.npy --output q.safetensors
   fp4probe quantize --format nvfp4 --input model.safetensors --tensor layers.0.w --output w0.safetensors
+  fp4probe quantize --format nvfp4 --attention-v --input v.npy --output v.safetensors   (then attention --v)
   fp4probe dequantize --input q.safetensors --output x.npy"
 )]
 pub struct QuantizeArgs {
@@ -101,6 +104,12 @@ pub struct QuantizeArgs {
     /// last) padded to the tile, K/block to 4, padding 0. The offsets: README, quantize section.
     #[arg(long, value_enum, default_value_t = ScaleLayout::Linear)]
     pub scale_layout: ScaleLayout,
+    /// Quantize V for `fp4probe attention --v`: V [..., Sk, D] (attention: [B, Hkv, Sk, D]) is
+    /// stored transposed, V^T [..., D, Skp] with keys Sk..Skp zero (Skp = Sk rounded up to 32),
+    /// so its blocks run along the keys, P·V's reduction axis; the metadata records V's shape
+    /// (`v_shape`), which `dequantize` restores.
+    #[arg(long)]
+    pub attention_v: bool,
     /// NaN/Inf inputs: give the block the NaN scale (propagate) or refuse the tensor (error).
     #[arg(long, value_enum, default_value_t = NonFinite::Propagate)]
     pub non_finite: NonFinite,
@@ -297,6 +306,34 @@ pub struct Input {
     pub f32: Vec<f32>,
     /// The file's element type as the metadata records it ("f32", "f64 rounded to f32").
     pub dtype_label: String,
+}
+
+impl Input {
+    /// V [..., Sk, D] as `quantize --attention-v` stores it: V^T [..., D, Skp], padding keys
+    /// zero (`attention::prequant::transpose_pad_keys`, on the raw elements and the f32 values).
+    fn transposed_v(self) -> Result<Input> {
+        let shape = crate::attention::files::vt_shape(&self.shape)?;
+        let [.., sk, d] = self.shape[..] else {
+            unreachable!("vt_shape checked two axes")
+        };
+        fn raw<const N: usize>(bytes: &[u8], sk: usize, d: usize) -> Vec<u8> {
+            let elems: Vec<[u8; N]> = bytes
+                .chunks_exact(N)
+                .map(|c| c.try_into().expect("chunks of N"))
+                .collect();
+            transpose_pad_keys(&elems, sk, d, [0; N]).concat()
+        }
+        let bytes = match self.in_type.size() {
+            2 => raw::<2>(&self.bytes, sk, d),
+            _ => raw::<4>(&self.bytes, sk, d),
+        };
+        Ok(Input {
+            f32: transpose_pad_keys(&self.f32, sk, d, 0.0),
+            bytes,
+            shape,
+            ..self
+        })
+    }
 }
 
 /// How rounding f64 values to f32 changed them.
@@ -556,6 +593,14 @@ pub fn run_quantize(a: QuantizeArgs) -> Result<ExitCode> {
     let outputs = Outputs::new(a.force).input(&a.input);
     check_quantize_output(&outputs, &a.output)?;
     let input = read_input(&a.input, a.input_name.as_deref())?;
+    let v_shape = a.attention_v.then(|| input.shape.clone());
+    let input = if a.attention_v {
+        input
+            .transposed_v()
+            .with_context(|| a.input.display().to_string())?
+    } else {
+        input
+    };
     quant::check_shape(&input.shape, spec.block())?;
     spec.scale_layout.check(spec.format, &input.shape)?;
     quant::check_non_finite(&spec, &input.shape, &input.f32)?;
@@ -617,12 +662,18 @@ pub fn run_quantize(a: QuantizeArgs) -> Result<ExitCode> {
         &input.dtype_label,
     );
     meta.extend(torch_dtypes(&tensors));
+    if let Some(v) = &v_shape {
+        meta.extend(vt_metadata(v));
+    }
     let bytes = tensorio::safetensors_to_bytes(&tensors, &meta)?;
     check_quantize_output(&outputs, &a.output)?;
     outputs.write(&a.output, bytes, SAFETENSORS_OURS)?;
     println!(
-        "{}: {:?} {} → {} ({} on {backend}): {} code bytes, {} scales{}",
+        "{}: {}{:?} {} → {} ({} on {backend}): {} code bytes, {} scales{}",
         a.input.display(),
+        v_shape
+            .map(|v| format!("V {v:?} stored as V^T "))
+            .unwrap_or_default(),
         input.shape,
         input.dtype_label,
         a.output.display(),
