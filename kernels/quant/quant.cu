@@ -306,6 +306,59 @@ __device__ __forceinline__ u32 nv1_bf16_chunk(const Bytes<2>::Raw& r, int c, flo
                                  e2m1x2_bf16_nv1(q.z, rs), e2m1x2_bf16_nv1(q.w, rs));
 }
 
+// -C·2^-126 of e2m1_mag22_nv2 from the binade on the integer ALU (0) or as C times -2^-126 on
+// the FMA pipe (1): a tuning knob (FP4PROBE_QUANT_DEFINES=NV2_NEG_C_FMUL=1).
+#ifndef NV2_NEG_C_FMUL
+#define NV2_NEG_C_FMUL 0
+#endif
+
+// The E2M1 magnitude code, as code << 22, of the bf16 value x (widened) over a two-level
+// NVFP4 divisor d (rd = RN(1/d)) in a block that passes nv2_bf16_exact: one rounding of the
+// exact product |x|·rd onto the E2M1 grid, RN(|x|·rd + C) in one FMA (C as in e2m1_grid, its
+// binade from RN(|x|·rd)), and that minus C times 2^-126 in a second FMA, exact, whose bits are
+// code << 22 (e2m1_mag22). C and -C·2^-126 are the binade's bits plus a constant, floored at
+// binade 1 (two add-and-max instructions). Five instructions where the division and the f32
+// grid take ten; pair_codes.rs mirrors it and checks it against the divided reference.
+__device__ __forceinline__ u32 e2m1_mag22_nv2(float x, float rd) {
+    const float a = fabsf(x);
+    const u32 t = __float_as_uint(__fmul_rn(a, rd)) & 0x7f800000u;
+    const float c = __uint_as_float(__viaddmax_u32(t, 0x0b400000u, 0x4ac00000u));
+#if NV2_NEG_C_FMUL
+    const float neg_c = __fmul_rn(c, -0x1p-126f);
+#else
+    const float neg_c = __uint_as_float(__viaddmax_u32(t, 0x4c400000u, 0x8bc00000u));
+#endif
+    return __float_as_uint(__fmaf_rn(__fmaf_rn(a, rd, c), 0x1p-126f, neg_c));
+}
+
+// Whether e2m1_mag22_nv2 gives the codes of the correctly rounded quotients RN(x/d) for every
+// bf16 x of a two-level block with scale byte `byte` and divisor d (normal; a nice tensor
+// scale). |x|·rd and RN(x/d) are within 2^-24 relative of x/d, so their codes differ only
+// where a midpoint m of the E2M1 grid (0.25, 0.75, ..., 5: 1, 3, 5 or 7 times a power of two)
+// lies within 2^-24·x of x/d, that is where m·d is within 2^-24 relative of a bf16 value:
+// RN(m·d)'s low 16 bits within 8 of a multiple of 2^16 (a bound with room to spare). Such
+// blocks, one in about a thousand, take the division. So do blocks at the largest scale
+// byte, where quotients can reach 7 and saturate (below it they stay under 6.4).
+__device__ __forceinline__ u32 bf16_distance_bits(float p) { return (__float_as_uint(p) + 8u) & 0xffffu; }
+__device__ __forceinline__ bool nv2_bf16_exact(u32 byte, float d) {
+    const u32 near = min(min(bf16_distance_bits(d), bf16_distance_bits(__fmul_rn(d, 3.0f))),
+                         min(bf16_distance_bits(__fmul_rn(d, 5.0f)), bf16_distance_bits(__fmul_rn(d, 7.0f))));
+    return byte != 0x7eu && near > 16u;
+}
+
+// Chunk c's two-level NVFP4 magnitude codes of a bf16 group (e2m1_mag22_nv2), placed.
+__device__ __forceinline__ u32 nv2_bf16_chunk(const Bytes<2>::Raw& r, int c, float rd) {
+    const uint4 q = r.q[c];
+    const u32 w[4] = {q.x, q.y, q.z, q.w};
+    u32 word = 0;
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        word += place_mag(e2m1_mag22_nv2(__uint_as_float(w[i] << 16), rd), 2 * i);
+        word += place_mag(e2m1_mag22_nv2(__uint_as_float(w[i] & 0xffff0000u), rd), 2 * i + 1);
+    }
+    return word;
+}
+
 // The 8 magnitude codes of a chunk scaled by s, placed in a word; SIGNED: with the signs of v
 // (each put at bit 25 of its code << 22 before placing, one logic op an element), else
 // without (the caller adds them).
@@ -431,9 +484,16 @@ __device__ __forceinline__ void group_codes(const typename In::Raw& raw, u32 nai
 #pragma unroll
         for (int c = 0; c < CHUNKS; c++) words[c] = nv1_bf16_chunk(raw, c, rs);
     } else {
+        BlockScale s = block_scale<FMT>(naive, two_level, ts);
+        if constexpr (FMT == NV && !SEARCH && In::BF16 && MODE == 2) {
+            if (ts.nice && nv2_bf16_exact(naive, s.value)) {
+#pragma unroll
+                for (int c = 0; c < CHUNKS; c++) words[c] = nv2_bf16_chunk(raw, c, s.rcp) | (In::signs(raw, c) & 0x88888888u);
+                return;
+            }
+        }
         float v[In::N];
         In::widen(raw, v);
-        BlockScale s = block_scale<FMT>(naive, two_level, ts);
         encode_group<In, FMT>(raw, v, s, words);
         if (SEARCH) {
             // Windowed search (mod.rs: search_candidates): MX tries e+1; NV tries the E4M3
@@ -586,7 +646,8 @@ __device__ __forceinline__ void finite_amax(const void* x, u32 chunks, u32* out)
 // the other f32 entries the same.
 // Everything else, and other GPUs, keep the compiler's choice. For tuning (FP4PROBE_QUANT_DEFINES,
 // src/quant/cuda.rs): QUANT_MIN_BLOCKS sets one value for every entry; QUANT_MIN_BLOCKS_F32,
-// _BF16_MX and _BF16_NV the value of the quantization entries of those inputs and formats.
+// _BF16_MX and _BF16_NV the value of the quantization entries of those inputs and formats,
+// _BF16_NV1 that of one-level NVFP4 alone (default _BF16_NV).
 #ifndef QUANT_MIN_BLOCKS_F32
 #define QUANT_MIN_BLOCKS_F32 1
 #endif
@@ -596,13 +657,18 @@ __device__ __forceinline__ void finite_amax(const void* x, u32 chunks, u32* out)
 #ifndef QUANT_MIN_BLOCKS_BF16_NV
 #define QUANT_MIN_BLOCKS_BF16_NV (__CUDA_ARCH__ == 900 ? 5 : 1)
 #endif
-template <class In, int FMT, bool SEARCH>
+#ifndef QUANT_MIN_BLOCKS_BF16_NV1
+#define QUANT_MIN_BLOCKS_BF16_NV1 QUANT_MIN_BLOCKS_BF16_NV
+#endif
+template <class In, int FMT, bool SEARCH, u32 MODE>
 struct MinBlocks {
 #ifdef QUANT_MIN_BLOCKS
     static constexpr int value = QUANT_MIN_BLOCKS;
 #else
     static constexpr int value = SEARCH    ? 1
-                                 : In::BF16 ? (FMT == MX ? QUANT_MIN_BLOCKS_BF16_MX : QUANT_MIN_BLOCKS_BF16_NV)
+                                 : In::BF16 ? (FMT == MX ? QUANT_MIN_BLOCKS_BF16_MX
+                                               : MODE == 1 ? QUANT_MIN_BLOCKS_BF16_NV1
+                                                           : QUANT_MIN_BLOCKS_BF16_NV)
                                  : In::SIGNED_MAGS ? QUANT_MIN_BLOCKS_F32
                                                    : 1;
 #endif
@@ -610,7 +676,7 @@ struct MinBlocks {
 
 // MXFP4 modes: 0 floor, 1 ceil, 2 even, 3 rceil; NVFP4: 1 one-level, 2 two-level.
 #define QUANT_ENTRY(NAME, IN, FMT, SEARCH, MODE)                                                 \
-    extern "C" __global__ void __launch_bounds__(QUANT_THREADS, (MinBlocks<IN, FMT, SEARCH>::value)) \
+    extern "C" __global__ void __launch_bounds__(QUANT_THREADS, (MinBlocks<IN, FMT, SEARCH, MODE>::value)) \
         NAME(const void* x, u32 chunks, u32* data, u8* scale, const u32* tensor_amax,           \
              float* tensor_scale_out, u32 cols, u32 magic, u32 shift, u32 row_tile_bytes) {     \
         quantize<IN, FMT, SEARCH, MODE>(x, chunks, data, scale, tensor_amax, tensor_scale_out,   \
