@@ -306,55 +306,41 @@ __device__ __forceinline__ u32 nv1_bf16_chunk(const Bytes<2>::Raw& r, int c, flo
                                  e2m1x2_bf16_nv1(q.z, rs), e2m1x2_bf16_nv1(q.w, rs));
 }
 
-// -C·2^-126 of e2m1_mag22_nv2 from the binade on the integer ALU (0) or as C times -2^-126 on
-// the FMA pipe (1): a tuning knob (FP4PROBE_QUANT_DEFINES=NV2_NEG_C_FMUL=1).
-#ifndef NV2_NEG_C_FMUL
-#define NV2_NEG_C_FMUL 0
+// Two-level NVFP4 of bf16 inputs through e2m1_mag22_nv2 (1) or the f32 path (0): a tuning
+// knob (FP4PROBE_QUANT_DEFINES=NV2_BF16_PATH=0) for comparing the two in one run.
+#ifndef NV2_BF16_PATH
+#define NV2_BF16_PATH 1
 #endif
 
 // The E2M1 magnitude code, as code << 22, of the bf16 value x (widened) over a two-level
-// NVFP4 divisor d (rd = RN(1/d)) in a block that passes nv2_bf16_exact: one rounding of the
-// exact product |x|·rd onto the E2M1 grid, RN(|x|·rd + C) in one FMA (C as in e2m1_grid, its
-// binade from RN(|x|·rd)), and that minus C times 2^-126 in a second FMA, exact, whose bits are
-// code << 22 (e2m1_mag22). C and -C·2^-126 are the binade's bits plus a constant, floored at
-// binade 1 (two add-and-max instructions). Five instructions where the division and the f32
-// grid take ten; pair_codes.rs mirrors it and checks it against the divided reference.
-__device__ __forceinline__ u32 e2m1_mag22_nv2(float x, float rd) {
+// NVFP4 divisor d (rd = RN(1/d); a nice tensor scale, so Markstein's division is exact):
+// Markstein's correctly rounded quotient q (div_markstein_nonneg), clamped at 6, then
+// e2m1_grid's rounding in fewer instructions: C = 1.5·2^22·max(binade, 1) is the binade's bits
+// plus a constant, floored at binade 1 (one add-and-max), and (q + C)·2^-126 - C·2^-126 in one
+// FMA is the grid value times 2^-126, exactly, whose bits are code << 22 (e2m1_mag22). Nine
+// instructions where div_markstein_nonneg and e2m1_mag22 take ten; pair_codes.rs mirrors it
+// and checks it against the divided reference. Rounding |x|·rd onto the grid in one FMA,
+// without the exact quotient, measured slower (H200, reports/sm_90/quant/README.md): the
+// blocks where that differs from the division are those where a midpoint times d lies next
+// to a bf16 value, and with a bf16 tensor amax (d = amax/2688 · scale, 2688 = 2^7·3·7) they
+// were a quarter of the blocks, so warps ran both paths.
+__device__ __forceinline__ u32 e2m1_mag22_nv2(float x, float d, float rd) {
     const float a = fabsf(x);
-    const u32 t = __float_as_uint(__fmul_rn(a, rd)) & 0x7f800000u;
-    const float c = __uint_as_float(__viaddmax_u32(t, 0x0b400000u, 0x4ac00000u));
-#if NV2_NEG_C_FMUL
-    const float neg_c = __fmul_rn(c, -0x1p-126f);
-#else
-    const float neg_c = __uint_as_float(__viaddmax_u32(t, 0x4c400000u, 0x8bc00000u));
-#endif
-    return __float_as_uint(__fmaf_rn(__fmaf_rn(a, rd, c), 0x1p-126f, neg_c));
-}
-
-// Whether e2m1_mag22_nv2 gives the codes of the correctly rounded quotients RN(x/d) for every
-// bf16 x of a two-level block with scale byte `byte` and divisor d (normal; a nice tensor
-// scale). |x|·rd and RN(x/d) are within 2^-24 relative of x/d, so their codes differ only
-// where a midpoint m of the E2M1 grid (0.25, 0.75, ..., 5: 1, 3, 5 or 7 times a power of two)
-// lies within 2^-24·x of x/d, that is where m·d is within 2^-24 relative of a bf16 value:
-// RN(m·d)'s low 16 bits within 8 of a multiple of 2^16 (a bound with room to spare). Such
-// blocks, one in about a thousand, take the division. So do blocks at the largest scale
-// byte, where quotients can reach 7 and saturate (below it they stay under 6.4).
-__device__ __forceinline__ u32 bf16_distance_bits(float p) { return (__float_as_uint(p) + 8u) & 0xffffu; }
-__device__ __forceinline__ bool nv2_bf16_exact(u32 byte, float d) {
-    const u32 near = min(min(bf16_distance_bits(d), bf16_distance_bits(__fmul_rn(d, 3.0f))),
-                         min(bf16_distance_bits(__fmul_rn(d, 5.0f)), bf16_distance_bits(__fmul_rn(d, 7.0f))));
-    return byte != 0x7eu && near > 16u;
+    const float y = __fmul_rn(a, rd);
+    const float q = fminf(__fmaf_rn(__fmaf_rn(-y, d, a), rd, y), 6.0f);
+    const float c = __uint_as_float(__viaddmax_u32(__float_as_uint(q) & 0x7f800000u, 0x0b400000u, 0x4ac00000u));
+    return __float_as_uint(__fmaf_rn(__fadd_rn(q, c), 0x1p-126f, __fmul_rn(c, -0x1p-126f)));
 }
 
 // Chunk c's two-level NVFP4 magnitude codes of a bf16 group (e2m1_mag22_nv2), placed.
-__device__ __forceinline__ u32 nv2_bf16_chunk(const Bytes<2>::Raw& r, int c, float rd) {
+__device__ __forceinline__ u32 nv2_bf16_chunk(const Bytes<2>::Raw& r, int c, float d, float rd) {
     const uint4 q = r.q[c];
     const u32 w[4] = {q.x, q.y, q.z, q.w};
     u32 word = 0;
 #pragma unroll
     for (int i = 0; i < 4; i++) {
-        word += place_mag(e2m1_mag22_nv2(__uint_as_float(w[i] << 16), rd), 2 * i);
-        word += place_mag(e2m1_mag22_nv2(__uint_as_float(w[i] & 0xffff0000u), rd), 2 * i + 1);
+        word += place_mag(e2m1_mag22_nv2(__uint_as_float(w[i] << 16), d, rd), 2 * i);
+        word += place_mag(e2m1_mag22_nv2(__uint_as_float(w[i] & 0xffff0000u), d, rd), 2 * i + 1);
     }
     return word;
 }
@@ -486,9 +472,10 @@ __device__ __forceinline__ void group_codes(const typename In::Raw& raw, u32 nai
     } else {
         BlockScale s = block_scale<FMT>(naive, two_level, ts);
         if constexpr (FMT == NV && !SEARCH && In::BF16 && MODE == 2) {
-            if (ts.nice && nv2_bf16_exact(naive, s.value)) {
+            if (NV2_BF16_PATH && ts.nice) {
 #pragma unroll
-                for (int c = 0; c < CHUNKS; c++) words[c] = nv2_bf16_chunk(raw, c, s.rcp) | (In::signs(raw, c) & 0x88888888u);
+                for (int c = 0; c < CHUNKS; c++)
+                    words[c] = nv2_bf16_chunk(raw, c, s.mul_or_div, s.rcp) | (In::signs(raw, c) & 0x88888888u);
                 return;
             }
         }
