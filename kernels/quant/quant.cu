@@ -627,10 +627,11 @@ __device__ __forceinline__ void finite_amax(const void* x, u32 chunks, u32* out)
 // two interleaved rounds): bf16 inputs gain from more resident warps to hide the latency of
 // their longer per-byte arithmetic, MXFP4 +4% at 8 CTAs (32 registers) and NVFP4 +3% at 5
 // (48 registers; at 6 and 8 it gains less or loses). f32 inputs lose 2-25% under any cap
-// (spills); the search kernels and f16 inputs (not measured) would spill too. On the H200,
-// with the kernels as they are (reports/sm_90/quant/speed): bf16 MXFP4 at 4 CTAs -4%, bf16
-// NVFP4 at 4 the same; f32 at 4, one-level NVFP4 -2 to -4% (60 registers offline, no spill),
-// the other f32 entries the same.
+// (spills); the search kernels and f16 inputs (not measured) would spill too. On the H200
+// (reports/sm_90/quant/speed, the register-cap call): bf16 MXFP4 at 4 CTAs -4%, bf16 NVFP4 at
+// 4 the same; f32 at 4, one-level NVFP4 -2 to -4% (60 registers offline, no spill), the other
+// f32 entries the same; bf16 one-level NVFP4 at 6 (40 registers) the same or a point lower
+// (reports/sm_90/quant/experiments/two-level-bf16).
 // Everything else, and other GPUs, keep the compiler's choice. For tuning (FP4PROBE_QUANT_DEFINES,
 // src/quant/cuda.rs): QUANT_MIN_BLOCKS sets one value for every entry; QUANT_MIN_BLOCKS_F32,
 // _BF16_MX and _BF16_NV the value of the quantization entries of those inputs and formats,
