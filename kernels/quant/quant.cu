@@ -320,10 +320,10 @@ __device__ __forceinline__ u32 nv1_bf16_chunk(const Bytes<2>::Raw& r, int c, flo
 // FMA is the grid value times 2^-126, exactly, whose bits are code << 22 (e2m1_mag22). Nine
 // instructions where div_markstein_nonneg and e2m1_mag22 take ten; pair_codes.rs mirrors it
 // and checks it against the divided reference. Rounding |x|·rd onto the grid in one FMA,
-// without the exact quotient, measured slower (H200, reports/sm_90/quant/README.md): the
-// blocks where that differs from the division are those where a midpoint times d lies next
-// to a bf16 value, and with a bf16 tensor amax (d = amax/2688 · scale, 2688 = 2^7·3·7) they
-// were a quarter of the blocks, so warps ran both paths.
+// without the exact quotient, measured slower (H200, reports/sm_90/quant/experiments/
+// two-level-bf16): the blocks where that differs from the division are those where a midpoint
+// times d lies next to a bf16 value, and with a bf16 tensor amax (d = amax/2688 · scale,
+// 2688 = 2^7·3·7) they were a quarter of the blocks, so warps ran both paths.
 __device__ __forceinline__ u32 e2m1_mag22_nv2(float x, float d, float rd) {
     const float a = fabsf(x);
     const float y = __fmul_rn(a, rd);
