@@ -13,9 +13,10 @@ use common::{fp4probe, ok, refused_output as refused, text, tmpdir};
 mod attention_files;
 use attention_files::{attention_args, bf16_round, dims, gqa, quantize_files, write_qkv};
 
+use fp4probe::attention::prequant::{qkv_spec, untranspose_keys};
 use fp4probe::attention::{AttnShape, gaussian, prequantize, reference_fp8, reference_quantized};
 use fp4probe::formats::f32_to_bf16_bits;
-use fp4probe::quant::Format;
+use fp4probe::quant::{self, Format, Quantized};
 use fp4probe::tensorio::{self, DType, Tensor};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -52,7 +53,20 @@ fn attention(files: &[PathBuf; 3], output: &Path, extra: &[&str]) -> Output {
 
 /// FP4 files of Q, K, Vᵀ from `fp4probe quantize --backend cpu`.
 fn fp4_files(dir: &Path, shape: &AttnShape, qkv: &[Vec<f32>; 3], format: Format) -> [PathBuf; 3] {
-    quantize_files(dir, shape, refs(qkv), format, "cpu", |args| ok(&run(args)))
+    fp4_files_from(dir, shape, qkv, format, "npy")
+}
+
+/// FP4 files quantized from F32 `.npy` or BF16 `.safetensors` (`ext`) inputs.
+fn fp4_files_from(
+    dir: &Path,
+    shape: &AttnShape,
+    qkv: &[Vec<f32>; 3],
+    format: Format,
+    ext: &str,
+) -> [PathBuf; 3] {
+    quantize_files(dir, shape, refs(qkv), format, "cpu", ext, |args| {
+        ok(&run(args))
+    })
 }
 
 /// The one tensor of an O file and, for safetensors, its metadata.
@@ -156,9 +170,14 @@ fn fp4_files_give_what_the_dense_inputs_give() {
     let dir = tmpdir("attn-cli", "fp4");
     let shape = gqa_shape();
     let qkv = bf16_qkv(&shape, 5);
-    for format in [Format::Nvfp4, Format::Mxfp4] {
-        let files = fp4_files(&dir, &shape, &qkv, format);
-        let out = dir.join(format!("o.{}.safetensors", format.name()));
+    for (format, ext) in [
+        (Format::Nvfp4, "npy"),
+        (Format::Mxfp4, "npy"),
+        (Format::Nvfp4, "safetensors"),
+    ] {
+        // Q, K and V (--attention-v) through `quantize`, from F32 and from BF16 files.
+        let files = fp4_files_from(&dir, &shape, &qkv, format, ext);
+        let out = dir.join(format!("o.{ext}.{}.safetensors", format.name()));
         ok(&attention(&files, &out, &["--causal"]));
         let (t, meta) = read_o(&out);
         assert_eq!(t.dtype, DType::F32);
@@ -166,8 +185,30 @@ fn fp4_files_give_what_the_dense_inputs_give() {
         let want = reference_quantized(
             &prequantize(&shape, &qkv[0], &qkv[1], &qkv[2], false, format).unwrap(),
         );
-        assert_eq!(t.to_f32_vec().unwrap(), want, "{format:?}");
+        assert_eq!(t.to_f32_vec().unwrap(), want, "{format:?} from {ext}");
     }
+    // dequantize gives V back in its own layout, as quantized.
+    let v = fp4_files(&dir, &shape, &qkv, Format::Nvfp4)[2].clone();
+    let back = dir.join("v.back.npy");
+    ok(&fp4probe(&[
+        "dequantize",
+        "--input",
+        v.to_str().unwrap(),
+        "--output",
+        back.to_str().unwrap(),
+    ]));
+    let q = prequantize(&shape, &qkv[0], &qkv[1], &qkv[2], false, Format::Nvfp4).unwrap();
+    let t = tensorio::read_npy(&back).unwrap();
+    assert_eq!(t.shape, dims(&shape)[2]);
+    let vt = Quantized {
+        spec: qkv_spec(Format::Nvfp4),
+        shape: dims(&shape)[3].clone(),
+        data: q.v_data,
+        scale: q.v_scale,
+        tensor_scale: Some(q.v_tensor_scale),
+    };
+    let want = untranspose_keys(&quant::dequantize(&vt), shape.seq_k, shape.head_dim);
+    assert_eq!(t.to_f32_vec().unwrap(), want);
 }
 
 #[test]
@@ -272,10 +313,33 @@ fn bad_inputs_are_refused_before_any_device_is_opened() {
         &cuda(&nv, &["--format", "mxfp4"]),
         "--format mxfp4 but the FP4 files are nvfp4",
     );
-    // V given untransposed as an FP4 file.
+    // V quantized without --attention-v; a V^T file as Q or K; V^T of another shape than K.
     let mut plain_v = nv.clone();
     plain_v[2] = nv[1].clone();
     refused(&cuda(&plain_v, &[]), "V must be stored transposed");
+    refused(&cuda(&plain_v, &[]), "`fp4probe quantize --attention-v`");
+    refused(
+        &cuda(&[nv[0].clone(), nv[2].clone(), nv[2].clone()], &[]),
+        "--k is a V^T file (quantize --attention-v of [2, 2, 50, 64])",
+    );
+    let v49 = npy("v49-dense.npy", &[2, 2, 49, 64]);
+    let v49q = dir.join("v49.nvfp4.safetensors");
+    ok(&fp4probe(&[
+        "quantize",
+        "--backend",
+        "cpu",
+        "--format",
+        "nvfp4",
+        "--attention-v",
+        "--input",
+        v49.to_str().unwrap(),
+        "--output",
+        v49q.to_str().unwrap(),
+    ]));
+    refused(
+        &cuda(&[nv[0].clone(), nv[1].clone(), v49q], &[]),
+        "--v holds V [2, 2, 49, 64] (quantize --attention-v), K is [2, 2, 50, 64]",
+    );
 
     // Outputs: an input, an existing .npy (no mark of fp4probe), a foreign .safetensors.
     let o = run(&attention_args("auto", &files, &files[1], &[]));

@@ -137,8 +137,17 @@ fn attention_on_files_runs_the_kernel() {
         eprintln!("files, {} {shape}: vs the CPU reference {c}", format.name());
         assert!(c.cosine >= 0.9999 && c.relative_error <= 1e-3, "{c}");
 
-        // The same values as FP4 files of `fp4probe quantize` (V transposed): the same O.
-        let fp4 = quantize_files(dir.path(), &shape, qkv, format, "auto", fp4probe);
+        // The same BF16 values as FP4 files of `fp4probe quantize` on the GPU (V with
+        // --attention-v): the same O.
+        let fp4 = quantize_files(
+            dir.path(),
+            &shape,
+            qkv,
+            format,
+            "cuda",
+            "safetensors",
+            fp4probe,
+        );
         let out4 = dir.path().join(format!("o4.{}.npy", format.name()));
         fp4probe(&attention_args("cuda", &fp4, &out4, &["--causal"]));
         let o4 = tensorio::read_npy(&out4).unwrap().to_f32_vec().unwrap();

@@ -7,7 +7,10 @@
 //!   from f32, bf16 and f16 inputs, including NaN/Inf blocks and tiny and huge magnitudes;
 //!   two-level NVFP4 also with a given tensor amax (half the tensor's: saturating blocks);
 //! - the CPU reference in the tiled scale layouts (128x4, 8x4), padding bytes included, on
-//!   shapes whose rows do not fill a tile and whose K/block is not a multiple of 4.
+//!   shapes whose rows do not fill a tile and whose K/block is not a multiple of 4;
+//! - the CPU reference on bf16 two-level NVFP4 blocks whose elements sit on and beside the
+//!   E2M1 midpoints of their quotients, under tensor scales for which the kernel divides those
+//!   blocks and for which it encodes them without a division (`e2m1_mag22_nv2`).
 
 use fp4probe::quant::cuda::{InType, QuantKernels, encode_input};
 use fp4probe::quant::{self, NvLevels, Quantized, ScaleLayout, ScaleMode, Spec};
@@ -214,4 +217,47 @@ fn tiled_scale_layouts_equal_the_cpu_reference() {
         }
     }
     eprintln!("{cases} cases: GPU tiled scales equal the CPU reference byte for byte");
+}
+
+/// The bf16 values next to `v` (f32 bits with the low 16 cleared, and one bf16 step up).
+fn bf16_around(v: f32) -> [f32; 2] {
+    let below = v.to_bits() & 0xFFFF_0000;
+    [f32::from_bits(below), f32::from_bits(below + 0x1_0000)]
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU: run with `cargo test --release -- --ignored` on a GPU machine"]
+fn two_level_bf16_midpoints_equal_the_cpu_reference() {
+    let backend = gpu("two_level_bf16_midpoints_equal_the_cpu_reference");
+    let k = QuantKernels::load(&backend).unwrap_or_else(|e| panic!("{e:#}"));
+    let spec = Spec::nvfp4(NvLevels::TwoLevel);
+    const MIDPOINTS: [f32; 7] = [0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0];
+    let mut cases = 0;
+    // Tensor scale 1 makes every midpoint times an E4M3 block scale a bf16 value (the blocks
+    // the kernel divides); the others put most of them between bf16 values.
+    for given in [2688.0f32, 2688.0 * 3.0, 1234.567, 0.037_19, 7.3e6, 2.2e-5] {
+        let t = given / 2688.0;
+        let mut x = Vec::new();
+        for byte in 0x08u8..0x7E {
+            let d = t * quant::codes::e4m3_to_f32(byte);
+            // The block's largest element sets its scale byte; the others straddle midpoints.
+            let mut block = vec![bf16_around(6.0 * d)[0]];
+            for (i, m) in MIDPOINTS.iter().enumerate() {
+                let [lo, hi] = bf16_around(m * d);
+                block.extend([lo, if i % 2 == 0 { -hi } else { hi }]);
+            }
+            block.push(0.0);
+            x.extend(block);
+        }
+        let shape = [x.len() / 16, 16];
+        let (bytes, xf) = encode_input(&x, InType::Bf16);
+        let name = format!("bf16 two-level NVFP4, tensor amax {given:e}");
+        let gpu = k
+            .quantize_with_amax(&spec, &shape, InType::Bf16, &bytes, &xf, Some(given))
+            .unwrap_or_else(|e| panic!("{name}: {e:#}"));
+        let (cpu, _) = quant::quantize_with_amax(&spec, &shape, &xf, Some(given)).unwrap();
+        same(&name, &gpu, &cpu);
+        cases += 1;
+    }
+    eprintln!("{cases} midpoint cases: GPU equals the CPU reference byte for byte");
 }

@@ -172,6 +172,7 @@ fn bad_inputs_get_clear_errors_and_leave_the_output_alone() {
     nan[40] = f32::NAN;
     let nan_in = save("nan.npy", Tensor::from_f32(vec![2, 32], &nan));
     let ok_in = save("ok.npy", Tensor::from_f32(vec![2, 32], &[1.0; 64]));
+    let flat = save("flat.npy", Tensor::from_f32(vec![64], &[1.0; 64]));
     // An earlier result of fp4probe, which a later run may replace: only the errors keep it.
     let out = dir.join("q.safetensors");
     let o = fp4probe(&[
@@ -187,7 +188,7 @@ fn bad_inputs_get_clear_errors_and_leave_the_output_alone() {
     ]);
     assert!(o.status.success(), "{}", text(&o));
     let precious = std::fs::read(&out).unwrap();
-    let cases: [(&[&str], &str); 6] = [
+    let cases: [(&[&str], &str); 7] = [
         (
             &["--format", "mxfp4", "--input", s(&u8_in)],
             "dtype U8 cannot be quantized",
@@ -233,6 +234,11 @@ fn bad_inputs_get_clear_errors_and_leave_the_output_alone() {
                 s(&ok_in),
             ],
             "the tensor amax must be a finite number >= 0, not inf",
+        ),
+        (
+            &["--format", "nvfp4", "--attention-v", "--input", s(&flat)],
+            "V is [64]: --attention-v reads V as [..., Sk, D] (attention: [B, Hkv, Sk, D]), at \
+             least two axes",
         ),
     ];
     for (flags, want) in cases {
@@ -306,6 +312,28 @@ fn bad_inputs_get_clear_errors_and_leave_the_output_alone() {
         assert_eq!(o.status.code(), Some(2), "{name}: {}", text(&o));
         assert!(text(&o).contains(want), "{name}: {}", text(&o));
     }
+    // A V^T file whose recorded V shape does not fit its data.
+    let input = dir.join("vt-shape.safetensors");
+    let mut meta = mx.clone();
+    meta.insert("attention_operand".into(), "v_transposed".into());
+    meta.insert("v_shape".into(), "[40, 64]".into());
+    let data = f4(vec![64, 32]);
+    let scale = Tensor::new(DType::F8E8M0, vec![64, 1], vec![127; 64]).unwrap();
+    tensorio::write_safetensors(&input, &[("data", &data), ("scale", &scale)], &meta).unwrap();
+    let o = fp4probe(&[
+        "dequantize",
+        "--input",
+        s(&input),
+        "--output",
+        s(&dir.join("vt-shape.npy")),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o)
+            .contains("metadata v_shape [40, 64] stands for V^T [64, 64], but 'data' is [64, 32]"),
+        "{}",
+        text(&o)
+    );
 }
 
 /// Without a GPU, `--backend auto` says loudly that it uses the CPU; `--backend cuda` fails.

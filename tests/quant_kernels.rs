@@ -47,11 +47,10 @@ fn kernels_compile_for_sm90_and_sm120a_with_wide_loads_and_no_per_element_divisi
             continue;
         };
         if std::env::var_os("FP4PROBE_DUMP_SASS").is_some() {
-            std::fs::write(
-                format!("target/quant-{arch}-{}.sass", layout.name()),
-                &listing,
-            )
-            .unwrap();
+            // The cubin beside its listing: `cuobjdump --dump-resource-usage` gives registers.
+            let stem = format!("target/quant-{arch}-{}", layout.name());
+            std::fs::write(format!("{stem}.sass"), &listing).unwrap();
+            std::fs::write(format!("{stem}.cubin"), &cubin.image).unwrap();
         }
         let specs = [
             Spec::mxfp4(ScaleMode::Floor),

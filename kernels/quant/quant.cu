@@ -306,6 +306,45 @@ __device__ __forceinline__ u32 nv1_bf16_chunk(const Bytes<2>::Raw& r, int c, flo
                                  e2m1x2_bf16_nv1(q.z, rs), e2m1x2_bf16_nv1(q.w, rs));
 }
 
+// Two-level NVFP4 of bf16 inputs through e2m1_mag22_nv2 (1) or the f32 path (0): a tuning
+// knob (FP4PROBE_QUANT_DEFINES=NV2_BF16_PATH=0) for comparing the two in one run.
+#ifndef NV2_BF16_PATH
+#define NV2_BF16_PATH 1
+#endif
+
+// The E2M1 magnitude code, as code << 22, of the bf16 value x (widened) over a two-level
+// NVFP4 divisor d (rd = RN(1/d); a nice tensor scale, so Markstein's division is exact):
+// Markstein's correctly rounded quotient q (div_markstein_nonneg), clamped at 6, then
+// e2m1_grid's rounding in fewer instructions: C = 1.5·2^22·max(binade, 1) is the binade's bits
+// plus a constant, floored at binade 1 (one add-and-max), and (q + C)·2^-126 - C·2^-126 in one
+// FMA is the grid value times 2^-126, exactly, whose bits are code << 22 (e2m1_mag22). Nine
+// instructions where div_markstein_nonneg and e2m1_mag22 take ten; pair_codes.rs mirrors it
+// and checks it against the divided reference. Rounding |x|·rd onto the grid in one FMA,
+// without the exact quotient, measured slower (H200, reports/sm_90/quant/experiments/
+// two-level-bf16): the blocks where that differs from the division are those where a midpoint
+// times d lies next to a bf16 value, and with a bf16 tensor amax (d = amax/2688 · scale,
+// 2688 = 2^7·3·7) they were a quarter of the blocks, so warps ran both paths.
+__device__ __forceinline__ u32 e2m1_mag22_nv2(float x, float d, float rd) {
+    const float a = fabsf(x);
+    const float y = __fmul_rn(a, rd);
+    const float q = fminf(__fmaf_rn(__fmaf_rn(-y, d, a), rd, y), 6.0f);
+    const float c = __uint_as_float(__viaddmax_u32(__float_as_uint(q) & 0x7f800000u, 0x0b400000u, 0x4ac00000u));
+    return __float_as_uint(__fmaf_rn(__fadd_rn(q, c), 0x1p-126f, __fmul_rn(c, -0x1p-126f)));
+}
+
+// Chunk c's two-level NVFP4 magnitude codes of a bf16 group (e2m1_mag22_nv2), placed.
+__device__ __forceinline__ u32 nv2_bf16_chunk(const Bytes<2>::Raw& r, int c, float d, float rd) {
+    const uint4 q = r.q[c];
+    const u32 w[4] = {q.x, q.y, q.z, q.w};
+    u32 word = 0;
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        word += place_mag(e2m1_mag22_nv2(__uint_as_float(w[i] << 16), d, rd), 2 * i);
+        word += place_mag(e2m1_mag22_nv2(__uint_as_float(w[i] & 0xffff0000u), d, rd), 2 * i + 1);
+    }
+    return word;
+}
+
 // The 8 magnitude codes of a chunk scaled by s, placed in a word; SIGNED: with the signs of v
 // (each put at bit 25 of its code << 22 before placing, one logic op an element), else
 // without (the caller adds them).
@@ -431,9 +470,17 @@ __device__ __forceinline__ void group_codes(const typename In::Raw& raw, u32 nai
 #pragma unroll
         for (int c = 0; c < CHUNKS; c++) words[c] = nv1_bf16_chunk(raw, c, rs);
     } else {
+        BlockScale s = block_scale<FMT>(naive, two_level, ts);
+        if constexpr (FMT == NV && !SEARCH && In::BF16 && MODE == 2) {
+            if (NV2_BF16_PATH && ts.nice) {
+#pragma unroll
+                for (int c = 0; c < CHUNKS; c++)
+                    words[c] = nv2_bf16_chunk(raw, c, s.mul_or_div, s.rcp) | (In::signs(raw, c) & 0x88888888u);
+                return;
+            }
+        }
         float v[In::N];
         In::widen(raw, v);
-        BlockScale s = block_scale<FMT>(naive, two_level, ts);
         encode_group<In, FMT>(raw, v, s, words);
         if (SEARCH) {
             // Windowed search (mod.rs: search_candidates): MX tries e+1; NV tries the E4M3
@@ -580,13 +627,15 @@ __device__ __forceinline__ void finite_amax(const void* x, u32 chunks, u32* out)
 // two interleaved rounds): bf16 inputs gain from more resident warps to hide the latency of
 // their longer per-byte arithmetic, MXFP4 +4% at 8 CTAs (32 registers) and NVFP4 +3% at 5
 // (48 registers; at 6 and 8 it gains less or loses). f32 inputs lose 2-25% under any cap
-// (spills); the search kernels and f16 inputs (not measured) would spill too. On the H200,
-// with the kernels as they are (reports/sm_90/quant/speed): bf16 MXFP4 at 4 CTAs -4%, bf16
-// NVFP4 at 4 the same; f32 at 4, one-level NVFP4 -2 to -4% (60 registers offline, no spill),
-// the other f32 entries the same.
+// (spills); the search kernels and f16 inputs (not measured) would spill too. On the H200
+// (reports/sm_90/quant/speed, the register-cap call): bf16 MXFP4 at 4 CTAs -4%, bf16 NVFP4 at
+// 4 the same; f32 at 4, one-level NVFP4 -2 to -4% (60 registers offline, no spill), the other
+// f32 entries the same; bf16 one-level NVFP4 at 6 (40 registers) the same or a point lower
+// (reports/sm_90/quant/experiments/two-level-bf16).
 // Everything else, and other GPUs, keep the compiler's choice. For tuning (FP4PROBE_QUANT_DEFINES,
 // src/quant/cuda.rs): QUANT_MIN_BLOCKS sets one value for every entry; QUANT_MIN_BLOCKS_F32,
-// _BF16_MX and _BF16_NV the value of the quantization entries of those inputs and formats.
+// _BF16_MX and _BF16_NV the value of the quantization entries of those inputs and formats,
+// _BF16_NV1 that of one-level NVFP4 alone (default _BF16_NV).
 #ifndef QUANT_MIN_BLOCKS_F32
 #define QUANT_MIN_BLOCKS_F32 1
 #endif
@@ -596,13 +645,18 @@ __device__ __forceinline__ void finite_amax(const void* x, u32 chunks, u32* out)
 #ifndef QUANT_MIN_BLOCKS_BF16_NV
 #define QUANT_MIN_BLOCKS_BF16_NV (__CUDA_ARCH__ == 900 ? 5 : 1)
 #endif
-template <class In, int FMT, bool SEARCH>
+#ifndef QUANT_MIN_BLOCKS_BF16_NV1
+#define QUANT_MIN_BLOCKS_BF16_NV1 QUANT_MIN_BLOCKS_BF16_NV
+#endif
+template <class In, int FMT, bool SEARCH, u32 MODE>
 struct MinBlocks {
 #ifdef QUANT_MIN_BLOCKS
     static constexpr int value = QUANT_MIN_BLOCKS;
 #else
     static constexpr int value = SEARCH    ? 1
-                                 : In::BF16 ? (FMT == MX ? QUANT_MIN_BLOCKS_BF16_MX : QUANT_MIN_BLOCKS_BF16_NV)
+                                 : In::BF16 ? (FMT == MX ? QUANT_MIN_BLOCKS_BF16_MX
+                                               : MODE == 1 ? QUANT_MIN_BLOCKS_BF16_NV1
+                                                           : QUANT_MIN_BLOCKS_BF16_NV)
                                  : In::SIGNED_MAGS ? QUANT_MIN_BLOCKS_F32
                                                    : 1;
 #endif
@@ -610,7 +664,7 @@ struct MinBlocks {
 
 // MXFP4 modes: 0 floor, 1 ceil, 2 even, 3 rceil; NVFP4: 1 one-level, 2 two-level.
 #define QUANT_ENTRY(NAME, IN, FMT, SEARCH, MODE)                                                 \
-    extern "C" __global__ void __launch_bounds__(QUANT_THREADS, (MinBlocks<IN, FMT, SEARCH>::value)) \
+    extern "C" __global__ void __launch_bounds__(QUANT_THREADS, (MinBlocks<IN, FMT, SEARCH, MODE>::value)) \
         NAME(const void* x, u32 chunks, u32* data, u8* scale, const u32* tensor_amax,           \
              float* tensor_scale_out, u32 cols, u32 magic, u32 shift, u32 row_tile_bytes) {     \
         quantize<IN, FMT, SEARCH, MODE>(x, chunks, data, scale, tensor_amax, tensor_scale_out,   \

@@ -2,20 +2,79 @@
 //! kernel's FP4 operands (docs/file-formats.md, "Attention inputs").
 //!
 //! Q [B,H,Sq,D] and K [B,Hkv,Sk,D] (Hkv a divisor of H: grouped-query attention when smaller)
-//! are quantized as they are, blocks along D. V is quantized
-//! transposed, V^T [B,Hkv,D,Skp] with the keys zero-padded to Skp = Sk rounded up to 32, because
-//! the kernel's P·V reduces over the keys and its V blocks must run along them: exactly what
-//! [`prequantize`](super::prequantize) builds from f32 inputs, so the bytes of a file and of
-//! `prequantize` agree whenever the quantizer's settings do (MXFP4 floor, two-level NVFP4).
-//! Any MXFP4 scale rule and one-level NVFP4 also load: the kernel reads scale bytes and does not
-//! care how they were chosen.
+//! are quantized as they are, blocks along D. V is quantized transposed, V^T [B,Hkv,D,Skp]
+//! with the keys zero-padded to Skp = Sk rounded up to 32, because the kernel's P·V reduces
+//! over the keys and its V blocks must run along them: `quantize --attention-v` writes that
+//! from V [B,Hkv,Sk,D] and records V's shape in the metadata ([`vt_metadata`]). The bytes are
+//! exactly what [`prequantize`](super::prequantize) builds from f32 inputs whenever the
+//! quantizer's settings agree (MXFP4 floor, two-level NVFP4). Any MXFP4 scale rule and
+//! one-level NVFP4 also load: the kernel reads scale bytes and does not care how they were
+//! chosen.
 
 use super::prequant::QuantizedQkv;
-use super::shape::AttnShape;
+use super::shape::{AttnShape, BLOCK};
 use crate::quant::{Format, Quantized};
 use anyhow::{Context, Result, bail, ensure};
+use std::collections::BTreeMap;
 
-/// The kernel's operands from the quantized Q, K and V^T (as `read_quantized` returns them, in
+/// Metadata key and value that mark a file of `quantize --attention-v` (V^T).
+pub const ATTENTION_OPERAND: &str = "attention_operand";
+pub const V_TRANSPOSED: &str = "v_transposed";
+/// Metadata key of V's shape [..., Sk, D] before the transpose, a JSON list.
+pub const V_SHAPE: &str = "v_shape";
+
+/// The shape V^T is stored in, [..., D, Skp], for V of `v_shape` [..., Sk, D].
+pub fn vt_shape(v_shape: &[usize]) -> Result<Vec<usize>> {
+    let [lead @ .., sk, d] = v_shape else {
+        bail!(
+            "V is {v_shape:?}: --attention-v reads V as [..., Sk, D] (attention: [B, Hkv, Sk, \
+             D]), at least two axes"
+        );
+    };
+    ensure!(
+        *sk > 0 && *d > 0,
+        "V is {v_shape:?}: --attention-v needs at least one key and one channel"
+    );
+    Ok([lead, &[*d, sk.next_multiple_of(BLOCK)]].concat())
+}
+
+/// The metadata of a V^T file: what it holds and V's shape.
+pub fn vt_metadata(v_shape: &[usize]) -> [(String, String); 2] {
+    [
+        (ATTENTION_OPERAND.into(), V_TRANSPOSED.into()),
+        (V_SHAPE.into(), format!("{v_shape:?}")),
+    ]
+}
+
+/// V's shape, for a file whose metadata marks it V^T (None for any other file), checked
+/// against the shape the file stores ([..., D, Skp], as [`vt_shape`] gives it).
+pub fn v_shape_of(
+    metadata: &BTreeMap<String, String>,
+    stored: &[usize],
+) -> Result<Option<Vec<usize>>> {
+    match metadata.get(ATTENTION_OPERAND).map(String::as_str) {
+        None => return Ok(None),
+        Some(V_TRANSPOSED) => {}
+        Some(other) => bail!(
+            "metadata {ATTENTION_OPERAND} is {other:?}: the one operand fp4probe stores \
+             transformed is {V_TRANSPOSED:?}"
+        ),
+    }
+    let text = metadata.get(V_SHAPE).with_context(|| {
+        format!("metadata {ATTENTION_OPERAND} is {V_TRANSPOSED:?} but {V_SHAPE} is missing")
+    })?;
+    let v: Vec<usize> = serde_json::from_str(text)
+        .ok()
+        .with_context(|| format!("metadata {V_SHAPE} is {text:?}, not a list of sizes"))?;
+    let want = vt_shape(&v).with_context(|| format!("metadata {V_SHAPE}"))?;
+    ensure!(
+        want == stored,
+        "metadata {V_SHAPE} {v:?} stands for V^T {want:?}, but 'data' is {stored:?}"
+    );
+    Ok(Some(v))
+}
+
+/// The kernel's operands from the quantized Q, K and V^T (as `dequantize::quantized_of` reads them, in
 /// any scale layout: the kernel takes row-major scales),
 /// checked against each other: one format, the shapes above, a supported head_dim, zero codes in
 /// V^T's padding keys and no NaN block scale (attention inputs must be finite).
@@ -55,7 +114,8 @@ pub fn qkv_from_quantized(
     ensure!(
         vt.shape == [b, h, d, skp],
         "V is {:?}: V must be stored transposed, [B, Hkv, D, Skp] = [{b}, {h}, {d}, {skp}] (Skp \
-         = Sk = {sk} rounded up to 32, the padding keys zero), as `fp4probe quantize` writes V^T",
+         = Sk = {sk} rounded up to 32, the padding keys zero): quantize V [B, Hkv, Sk, D] with \
+         `fp4probe quantize --attention-v`",
         vt.shape
     );
     check_padding_zero(vt, sk, skp)?;
@@ -144,6 +204,36 @@ fn check_no_nan_scale(name: &str, t: &Quantized) -> Result<()> {
 mod tests {
     use super::*;
     use crate::attention::prequant::{prequantize, qkv_spec, transpose_pad_v};
+
+    #[test]
+    fn vt_shapes_and_metadata_agree() {
+        assert_eq!(vt_shape(&[2, 3, 40, 64]).unwrap(), [2, 3, 64, 64]);
+        assert_eq!(vt_shape(&[33, 8]).unwrap(), [8, 64]);
+        assert!(vt_shape(&[64]).is_err());
+        assert!(vt_shape(&[2, 0, 64]).is_err());
+        let meta: BTreeMap<String, String> = vt_metadata(&[2, 3, 40, 64]).into_iter().collect();
+        assert_eq!(
+            v_shape_of(&meta, &[2, 3, 64, 64]).unwrap(),
+            Some(vec![2, 3, 40, 64])
+        );
+        assert_eq!(v_shape_of(&BTreeMap::new(), &[2, 3, 64, 64]).unwrap(), None);
+        let err = v_shape_of(&meta, &[2, 3, 64, 96]).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "metadata v_shape [2, 3, 40, 64] stands for V^T [2, 3, 64, 64], but 'data' is \
+             [2, 3, 64, 96]"
+        );
+        let mut bad = meta.clone();
+        bad.insert(V_SHAPE.into(), "[2, x]".into());
+        assert!(format!("{:#}", v_shape_of(&bad, &[1]).unwrap_err()).contains("not a list"));
+        bad.remove(V_SHAPE);
+        assert!(
+            v_shape_of(&bad, &[1])
+                .unwrap_err()
+                .to_string()
+                .contains("missing")
+        );
+    }
     use crate::attention::{exact_qkv, gaussian};
     use crate::quant::{self, NvLevels, ScaleMode, Spec};
 

@@ -121,8 +121,15 @@ pub fn smooth_k(shape: &AttnShape, k: &[f32]) -> (Vec<f32>, Vec<f32>) {
 
 /// V [B,Hkv,Sk,D] → V^T [B,Hkv,D,Skp], zeros in keys seq_k..Skp.
 pub fn transpose_pad_v(shape: &AttnShape, v: &[f32]) -> Vec<f32> {
-    let (sk, skp, d) = (shape.seq_k, shape.seq_k_padded(), shape.head_dim);
-    let mut vt = vec![0.0f32; shape.vt_len()];
+    transpose_pad_keys(v, shape.seq_k, shape.head_dim, 0.0)
+}
+
+/// [..., Sk, D] → [..., D, Skp] with Skp = Sk rounded up to 32 and `zero` in keys Sk..Skp: V
+/// as the kernel reads it, for any element type (f32 values, or a file's raw bf16/f16/f32
+/// elements as `[u8; N]`).
+pub fn transpose_pad_keys<T: Copy>(v: &[T], sk: usize, d: usize, zero: T) -> Vec<T> {
+    let skp = sk.next_multiple_of(super::shape::BLOCK);
+    let mut vt = vec![zero; v.len() / (sk * d) * d * skp];
     for (src, dst) in v.chunks(sk * d).zip(vt.chunks_mut(d * skp)) {
         for (j, row) in src.chunks(d).enumerate() {
             for (c, &x) in row.iter().enumerate() {
@@ -131,6 +138,20 @@ pub fn transpose_pad_v(shape: &AttnShape, v: &[f32]) -> Vec<f32> {
         }
     }
     vt
+}
+
+/// The inverse of [`transpose_pad_keys`]: [..., D, Skp] → [..., Sk, D], the padding dropped.
+pub fn untranspose_keys<T: Copy + Default>(vt: &[T], sk: usize, d: usize) -> Vec<T> {
+    let skp = sk.next_multiple_of(super::shape::BLOCK);
+    let mut v = vec![T::default(); vt.len() / (d * skp) * sk * d];
+    for (src, dst) in vt.chunks(d * skp).zip(v.chunks_mut(sk * d)) {
+        for (j, row) in dst.chunks_mut(d).enumerate() {
+            for (c, x) in row.iter_mut().enumerate() {
+                *x = src[c * skp + j];
+            }
+        }
+    }
+    v
 }
 
 impl QuantizedQkv {
@@ -170,18 +191,11 @@ impl QuantizedQkv {
 
     /// V as the kernel sees it, back in the natural [B,Hkv,Sk,D] layout (padding dropped).
     pub fn dequantized_v(&self) -> Vec<f32> {
-        let s = &self.shape;
-        let (sk, skp, d) = (s.seq_k, s.seq_k_padded(), s.head_dim);
-        let vt = self.dequantized_vt();
-        let mut v = vec![0.0f32; s.kv_len()];
-        for (src, dst) in vt.chunks(d * skp).zip(v.chunks_mut(sk * d)) {
-            for (j, row) in dst.chunks_mut(d).enumerate() {
-                for (c, x) in row.iter_mut().enumerate() {
-                    *x = src[c * skp + j];
-                }
-            }
-        }
-        v
+        untranspose_keys(
+            &self.dequantized_vt(),
+            self.shape.seq_k,
+            self.shape.head_dim,
+        )
     }
 
     /// Block scales per row of V^T: Skp / block.
@@ -204,6 +218,16 @@ mod tests {
         let row = &vt[(64 + 5) * 32..(64 + 6) * 32];
         assert_eq!(&row[..3], &[197.0, 261.0, 325.0]);
         assert!(row[3..].iter().all(|&x| x == 0.0));
+    }
+
+    #[test]
+    fn untranspose_inverts_the_padded_transpose() {
+        let v: Vec<u32> = (0..3 * 40 * 8).collect();
+        let vt = transpose_pad_keys(&v, 40, 8, u32::MAX);
+        assert_eq!(vt.len(), 3 * 8 * 64);
+        assert_eq!(vt[64 + 1], 8 + 1); // head 0, channel 1, key 1
+        assert_eq!(vt[64 + 40], u32::MAX); // head 0, channel 1, padding key 40
+        assert_eq!(untranspose_keys(&vt, 40, 8), v);
     }
 
     #[test]

@@ -2,8 +2,8 @@
 //!
 //! Q [B, H, Sq, D], K and V [B, Hkv, Sk, D] (Hkv a divisor of H: grouped-query attention when
 //! smaller), one tensor a file, either dense (BF16, F16 or F32, `.npy` or `.safetensors`),
-//! quantized as `prequantize` quantizes them, or FP4 files `fp4probe quantize` wrote (V
-//! transposed: `files::qkv_from_quantized`). Every file is read and checked (shapes, dtypes,
+//! quantized as `prequantize` quantizes them, or FP4 files `fp4probe quantize` wrote (V with
+//! `--attention-v`, transposed: `files::qkv_from_quantized`). Every file is read and checked (shapes, dtypes,
 //! one format, finite values) before a device is opened; then the kernel runs, or with
 //! `--backend cpu` (or `auto` without a GPU) the CPU reference of the same quantized
 //! arithmetic (with `--path wgmma-fp8`, the FP8 form's), and O [B, H, Sq, D] is written as BF16 or F32 under the output rules
@@ -14,7 +14,7 @@ use super::dequantize::{is_quantized, quantized_of};
 use super::quantize::{
     FileKind, NPY_OURS, SAFETENSORS_OURS, check_tensor_output, file_kind, open_device, producer,
 };
-use crate::attention::files::shape_of;
+use crate::attention::files::{shape_of, v_shape_of};
 use crate::attention::kernel::KernelPath;
 use crate::attention::{AttnShape, QuantizedQkv, prequantize, qkv_from_quantized};
 use crate::outfile::Outputs;
@@ -43,8 +43,11 @@ pub enum Operand {
         shape: Vec<usize>,
         values: Vec<f32>,
     },
-    /// An FP4 file of `fp4probe quantize`.
-    Fp4(Quantized),
+    /// An FP4 file of `fp4probe quantize`, with V's shape when it holds V^T (`--attention-v`).
+    Fp4 {
+        q: Quantized,
+        v_shape: Option<Vec<usize>>,
+    },
 }
 
 impl Operand {
@@ -52,7 +55,7 @@ impl Operand {
     fn describe(&self) -> String {
         match self {
             Operand::Dense { dtype, .. } => format!("a dense {dtype} tensor"),
-            Operand::Fp4(q) => format!("an FP4 file ({})", q.spec.format.name()),
+            Operand::Fp4 { q, .. } => format!("an FP4 file ({})", q.spec.format.name()),
         }
     }
 }
@@ -88,7 +91,9 @@ pub fn read_operand(option: &str, path: &Path) -> Result<Operand> {
             let st = tensorio::read_safetensors(path).with_context(|| option.to_string())?;
             if is_quantized(&st) {
                 let q = quantized_of(path, &st).with_context(|| option.to_string())?;
-                return Ok(Operand::Fp4(q));
+                let v_shape = v_shape_of(&st.metadata, &q.shape)
+                    .with_context(|| format!("{option} {}", path.display()))?;
+                return Ok(Operand::Fp4 { q, v_shape });
             }
             tensorio::pick_tensor(path, st, None).with_context(|| {
                 format!(
@@ -152,7 +157,26 @@ pub fn quantized_qkv(
             let format = format.unwrap_or(Format::Nvfp4);
             Ok(prequantize(&shape, &q, &k, &v, smooth_k, format)?)
         }
-        [Operand::Fp4(q), Operand::Fp4(k), Operand::Fp4(vt)] => {
+        [
+            Operand::Fp4 { q, v_shape: qv },
+            Operand::Fp4 { q: k, v_shape: kv },
+            Operand::Fp4 { q: vt, v_shape },
+        ] => {
+            for (option, v) in [("--q", qv), ("--k", kv)] {
+                if let Some(v) = v {
+                    bail!(
+                        "{option} is a V^T file (quantize --attention-v of {v:?}): Q and K are \
+                         quantized as they are, only V transposed"
+                    );
+                }
+            }
+            if let Some(v) = v_shape.filter(|v| *v != k.shape) {
+                bail!(
+                    "--v holds V {v:?} (quantize --attention-v), K is {:?}: V must have K's \
+                     shape [B, Hkv, Sk, D]",
+                    k.shape
+                );
+            }
             if smooth_k {
                 bail!(
                     "--smooth-k subtracts K's channel means before quantizing; FP4 files are \

@@ -1,10 +1,10 @@
-//! `fp4probe quantize` output is the attention kernel's input: Q, K and V^T quantized through
-//! the command line, read back as `dequantize` reads them, give the bytes `prequantize` gives.
+//! `fp4probe quantize` output is the attention kernel's input: Q, K and V (`--attention-v`)
+//! quantized through the command line, read as `attention --q --k --v` reads them, give the
+//! bytes `prequantize` gives.
 
-use super::dequantize::read_quantized;
+use super::attention_files::{quantized_qkv, read_operand};
 use super::{Cli, run};
-use crate::attention::prequant::transpose_pad_v;
-use crate::attention::{AttnShape, gaussian, prequantize, qkv_from_quantized};
+use crate::attention::{AttnShape, gaussian, prequantize};
 use crate::quant::Format;
 use crate::tensorio::{Tensor, write_npy};
 use clap::Parser;
@@ -18,11 +18,10 @@ fn quantize_output_feeds_the_attention_kernel() {
         gaussian(s.kv_len(), 12),
         gaussian(s.kv_len(), 13),
     );
-    let vt = transpose_pad_v(&s, &v);
     let inputs = [
         ("q", vec![1, 2, 8, 64], &q),
         ("k", vec![1, 2, 40, 64], &k),
-        ("vt", vec![1, 2, 64, 64], &vt),
+        ("v", vec![1, 2, 40, 64], &v),
     ];
     for format in [Format::Mxfp4, Format::Nvfp4] {
         let mut files = Vec::new();
@@ -32,7 +31,7 @@ fn quantize_output_feeds_the_attention_kernel() {
             let output = dir
                 .path()
                 .join(format!("{name}.{}.safetensors", format.name()));
-            let cli = Cli::parse_from([
+            let mut args = vec![
                 "fp4probe",
                 "quantize",
                 "--backend",
@@ -43,11 +42,15 @@ fn quantize_output_feeds_the_attention_kernel() {
                 input.to_str().unwrap(),
                 "--output",
                 output.to_str().unwrap(),
-            ]);
-            run(cli).unwrap();
-            files.push(read_quantized(&output).unwrap());
+            ];
+            if *name == "v" {
+                args.push("--attention-v");
+            }
+            run(Cli::parse_from(args)).unwrap();
+            files.push(read_operand(name, &output).unwrap());
         }
-        let got = qkv_from_quantized(&files[0], &files[1], &files[2], false).unwrap();
+        let files: [_; 3] = files.try_into().unwrap_or_else(|_| unreachable!());
+        let got = quantized_qkv(files, false, None, false).unwrap();
         let want = prequantize(&s, &q, &k, &v, false, format).unwrap();
         assert_eq!(got, want, "{format:?}");
     }

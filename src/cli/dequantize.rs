@@ -4,6 +4,8 @@
 use super::quantize::{
     FileKind, NPY_OURS, SAFETENSORS_OURS, check_tensor_output, producer, scale_dtype,
 };
+use crate::attention::files::v_shape_of;
+use crate::attention::prequant::untranspose_keys;
 use crate::outfile::Outputs;
 use crate::quant::{self, Format, NvLevels, Quantized, ScaleGrid, ScaleMode, Spec};
 use crate::tensorio::{self, DType, SafeTensors, Tensor};
@@ -40,11 +42,6 @@ pub struct DequantizeArgs {
     /// .safetensors fp4probe did not write (never over the input itself).
     #[arg(long)]
     pub force: bool,
-}
-
-/// Rebuild a `Quantized` from a file's tensors and metadata.
-pub fn read_quantized(path: &Path) -> Result<Quantized> {
-    quantized_of(path, &tensorio::read_safetensors(path)?)
 }
 
 /// Whether a safetensors file holds what `quantized_of` reads (tensors `data` and `scale`).
@@ -173,7 +170,10 @@ pub fn quantized_of(path: &Path, st: &SafeTensors) -> Result<Quantized> {
 pub fn run_dequantize(a: DequantizeArgs) -> Result<ExitCode> {
     let outputs = Outputs::new(a.force).input(&a.input);
     let kind = check_tensor_output("dequantize", &outputs, &a.output)?;
-    let q = read_quantized(&a.input)?;
+    let st = tensorio::read_safetensors(&a.input)?;
+    let q = quantized_of(&a.input, &st)?;
+    let v_shape =
+        v_shape_of(&st.metadata, &q.shape).with_context(|| a.input.display().to_string())?;
     let x = quant::dequantize(&q);
     let nan_blocks = x
         .chunks(q.spec.block())
@@ -188,7 +188,16 @@ pub fn run_dequantize(a: DequantizeArgs) -> Result<ExitCode> {
             a.output.display()
         );
     }
-    let t = Tensor::from_f32(q.shape.clone(), &x);
+    // A V^T file of `quantize --attention-v` comes back as the V it was quantized from.
+    let t = match &v_shape {
+        Some(v) => {
+            let [.., sk, d] = v[..] else {
+                unreachable!("v_shape_of checked two axes")
+            };
+            Tensor::from_f32(v.clone(), &untranspose_keys(&x, sk, d))
+        }
+        None => Tensor::from_f32(q.shape.clone(), &x),
+    };
     let (bytes, ours) = match kind {
         FileKind::Npy => (tensorio::npy_to_bytes(&t)?, NPY_OURS),
         FileKind::Safetensors => {
@@ -209,11 +218,16 @@ pub fn run_dequantize(a: DequantizeArgs) -> Result<ExitCode> {
     check_tensor_output("dequantize", &outputs, &a.output)?;
     outputs.write(&a.output, bytes, ours)?;
     println!(
-        "{} ({}) → {} f32 {:?}",
+        "{} ({}{}) → {} f32 {:?}",
         a.input.display(),
         q.spec.describe(),
+        if v_shape.is_some() {
+            ", V^T transposed back"
+        } else {
+            ""
+        },
         a.output.display(),
-        q.shape
+        t.shape
     );
     Ok(ExitCode::SUCCESS)
 }

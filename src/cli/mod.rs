@@ -15,6 +15,7 @@ mod lookup;
 mod matrix;
 mod numerics;
 mod quant_bench;
+mod quant_input;
 mod quantize;
 mod report;
 mod sass;

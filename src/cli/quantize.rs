@@ -11,16 +11,18 @@
 //! the input and the produced bytes (`quant::health`) and said on stderr; a result that keeps
 //! nothing of the input is an error unless `--force`.
 
+use super::quant_input::{Input, read_input};
+use crate::attention::files::vt_metadata;
 use crate::device::cuda::CudaBackend;
 use crate::outfile::{Ours, Outputs};
-use crate::quant::cuda::{InType, QuantKernels};
+use crate::quant::cuda::QuantKernels;
 use crate::quant::health::{Health, health};
 use crate::quant::{
     self, Format, NonFinite, NvLevels, Quantized, ScaleGrid, ScaleLayout, ScaleMode, SearchStats,
     Spec, container_bytes,
 };
 use crate::tensorio::{self, DType, Tensor};
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 use clap::ValueEnum;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -71,6 +73,7 @@ Examples:
   fp4probe quantize --format nvfp4 --tensor-amax 11.5 --input x.npy --output q.safetensors
   fp4probe quantize --format nvfp4 --scale-layout 128x4 --input x.npy --output q.safetensors
   fp4probe quantize --format nvfp4 --input model.safetensors --tensor layers.0.w --output w0.safetensors
+  fp4probe quantize --format nvfp4 --attention-v --input v.npy --output v.safetensors   (then attention --v)
   fp4probe dequantize --input q.safetensors --output x.npy"
 )]
 pub struct QuantizeArgs {
@@ -101,6 +104,12 @@ pub struct QuantizeArgs {
     /// last) padded to the tile, K/block to 4, padding 0. The offsets: README, quantize section.
     #[arg(long, value_enum, default_value_t = ScaleLayout::Linear)]
     pub scale_layout: ScaleLayout,
+    /// Quantize V for `fp4probe attention --v`: V [..., Sk, D] (attention: [B, Hkv, Sk, D]) is
+    /// stored transposed, V^T [..., D, Skp] with keys Sk..Skp zero (Skp = Sk rounded up to 32),
+    /// so its blocks run along the keys, P·V's reduction axis; the metadata records V's shape
+    /// (`v_shape`), which `dequantize` restores.
+    #[arg(long)]
+    pub attention_v: bool,
     /// NaN/Inf inputs: give the block the NaN scale (propagate) or refuse the tensor (error).
     #[arg(long, value_enum, default_value_t = NonFinite::Propagate)]
     pub non_finite: NonFinite,
@@ -289,126 +298,6 @@ impl QuantizeArgs {
     }
 }
 
-/// The input as the kernels take it: element type, raw bytes, and widened to f32.
-pub struct Input {
-    pub in_type: InType,
-    pub shape: Vec<usize>,
-    pub bytes: Vec<u8>,
-    pub f32: Vec<f32>,
-    /// The file's element type as the metadata records it ("f32", "f64 rounded to f32").
-    pub dtype_label: String,
-}
-
-/// How rounding f64 values to f32 changed them.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Narrowed {
-    /// Values whose f32 differs from the f64 (the two below included).
-    pub changed: usize,
-    /// Finite values beyond f32's range, now ±inf.
-    pub overflowed: usize,
-    /// Nonzero values below f32's smallest subnormal's half, now ±0.
-    pub flushed: usize,
-}
-
-/// f64 values rounded to the nearest f32 (ties to even, overflow to ±inf: numpy's
-/// `astype(float32)`), with what the rounding changed.
-pub fn narrow_f64(v: &[f64]) -> (Vec<f32>, Narrowed) {
-    let mut n = Narrowed::default();
-    let out = v
-        .iter()
-        .map(|&d| {
-            let f = d as f32;
-            if d.is_finite() && f64::from(f) != d {
-                n.changed += 1;
-                n.overflowed += f.is_infinite() as usize;
-                n.flushed += (f == 0.0) as usize;
-            }
-            f
-        })
-        .collect();
-    (out, n)
-}
-
-/// Read the tensor to quantize. A multi-tensor file needs a name: quantizing one tensor of a
-/// checkpoint chosen by file order would be a guess.
-pub fn read_input(path: &Path, name: Option<&str>) -> Result<Input> {
-    let t = match file_kind(path) {
-        Some(FileKind::Safetensors) => {
-            let st = tensorio::read_safetensors(path)?;
-            if name.is_none() && st.tensors.len() > 1 {
-                const SHOWN: usize = 8;
-                let mut list: Vec<String> = st
-                    .tensors
-                    .iter()
-                    .take(SHOWN)
-                    .map(|(n, t)| format!("{n} ({} {:?})", t.dtype, t.shape))
-                    .collect();
-                if st.tensors.len() > SHOWN {
-                    list.push(format!("and {} more", st.tensors.len() - SHOWN));
-                }
-                bail!(
-                    "{} holds {} tensors: {}; quantize writes one tensor a run: name it with \
-                     --input-name NAME (alias --tensor)",
-                    path.display(),
-                    st.tensors.len(),
-                    list.join(", ")
-                );
-            }
-            tensorio::pick_tensor(path, st, name)?
-        }
-        _ => tensorio::read_tensor(path, name)?,
-    };
-    let (in_type, bytes, f32, dtype_label) = match t.dtype {
-        DType::F32 | DType::BF16 | DType::F16 => {
-            let in_type = match t.dtype {
-                DType::F32 => InType::F32,
-                DType::BF16 => InType::Bf16,
-                _ => InType::F16,
-            };
-            let f32 = t.to_f32_vec()?;
-            (in_type, t.bytes, f32, in_type.name().to_string())
-        }
-        DType::F64 => {
-            let (f32, n) = narrow_f64(&t.to_f64_vec()?);
-            note_narrowed(path, f32.len(), &n);
-            let bytes = f32.iter().flat_map(|v| v.to_le_bytes()).collect();
-            (InType::F32, bytes, f32, "f64 rounded to f32".to_string())
-        }
-        other => bail!(
-            "{}: dtype {} cannot be quantized; quantize reads F32, F16, BF16 or F64 (rounded \
-             to F32)",
-            path.display(),
-            other.name()
-        ),
-    };
-    Ok(Input {
-        in_type,
-        shape: t.shape,
-        bytes,
-        f32,
-        dtype_label,
-    })
-}
-
-fn note_narrowed(path: &Path, total: usize, n: &Narrowed) {
-    let mut what = format!("{} of {total} values changed in rounding", n.changed);
-    if n.overflowed > 0 {
-        what += &format!(
-            ", {} of them beyond float32's range (|x| > {:e}) became ±inf",
-            n.overflowed,
-            f32::MAX
-        );
-    }
-    if n.flushed > 0 {
-        what += &format!(", {} too small for float32 became 0", n.flushed);
-    }
-    eprintln!(
-        "note: {} holds float64; quantizing it rounded to float32 (as numpy's \
-         x.astype(numpy.float32)): {what}",
-        path.display()
-    );
-}
-
 /// Open the device the backend asks for; `auto` without a GPU says so loudly (`fallback`: what
 /// runs instead, and what that changes) and uses the CPU.
 pub(super) fn open_device(backend: QuantBackend, fallback: &str) -> Result<Option<CudaBackend>> {
@@ -556,6 +445,14 @@ pub fn run_quantize(a: QuantizeArgs) -> Result<ExitCode> {
     let outputs = Outputs::new(a.force).input(&a.input);
     check_quantize_output(&outputs, &a.output)?;
     let input = read_input(&a.input, a.input_name.as_deref())?;
+    let v_shape = a.attention_v.then(|| input.shape.clone());
+    let input = if a.attention_v {
+        input
+            .transposed_v()
+            .with_context(|| a.input.display().to_string())?
+    } else {
+        input
+    };
     quant::check_shape(&input.shape, spec.block())?;
     spec.scale_layout.check(spec.format, &input.shape)?;
     quant::check_non_finite(&spec, &input.shape, &input.f32)?;
@@ -617,12 +514,18 @@ pub fn run_quantize(a: QuantizeArgs) -> Result<ExitCode> {
         &input.dtype_label,
     );
     meta.extend(torch_dtypes(&tensors));
+    if let Some(v) = &v_shape {
+        meta.extend(vt_metadata(v));
+    }
     let bytes = tensorio::safetensors_to_bytes(&tensors, &meta)?;
     check_quantize_output(&outputs, &a.output)?;
     outputs.write(&a.output, bytes, SAFETENSORS_OURS)?;
     println!(
-        "{}: {:?} {} → {} ({} on {backend}): {} code bytes, {} scales{}",
+        "{}: {}{:?} {} → {} ({} on {backend}): {} code bytes, {} scales{}",
         a.input.display(),
+        v_shape
+            .map(|v| format!("V {v:?} stored as V^T "))
+            .unwrap_or_default(),
         input.shape,
         input.dtype_label,
         a.output.display(),

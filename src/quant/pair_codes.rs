@@ -1,8 +1,11 @@
 //! The E2M1 encoders of the bf16-input kernels, which work on two elements at once in bf16 and
 //! f16 arithmetic (`kernels/quant/fp4_codecs.cuh`: `e2m1_mag6_bf16x2`, `e2m1_mag9_f16x2`;
-//! `kernels/quant/quant.cu`: `e2m1x2_bf16_scaled`, `e2m1x2_bf16_nv1`), mirrored here one
-//! operation per line on one half, and checked equal to `e2m1_encode` of the reference's f32
-//! value for every bf16 input under every scale the kernels can pair it with.
+//! `kernels/quant/quant.cu`: `e2m1x2_bf16_scaled`, `e2m1x2_bf16_nv1`) or on one element with a
+//! shorter grid rounding (two-level NVFP4: `e2m1_mag22_nv2`), mirrored here one operation per
+//! line on one half or element, and checked equal to `e2m1_encode` of the reference's f32
+//! value for every bf16 input under every scale the kernels can pair it with (two-level: every
+//! block scale byte under sampled tensor scales, and divisors built to put an E2M1 midpoint next
+//! to a bf16 value).
 //!
 //! Each bf16/f16 operation is computed exactly in f32 (products and the sums here fit) and
 //! rounded once to bf16/f16 by `half` (nearest even, subnormals kept): what `fma.rn.bf16x2` and
@@ -10,6 +13,7 @@
 
 use super::codes::{e2m1_encode, e4m3_to_f32, e8m0_reciprocal};
 use super::scale::{ScaleMode, mx_scale};
+use crate::rng::SplitMix64;
 use half::{bf16, f16};
 
 fn bf(bits: u16) -> f32 {
@@ -49,6 +53,21 @@ fn nv1_bf16(x: u16, rs: f32) -> u8 {
     let g = to_hf(hf(y) + hf(c));
     let k = to_hf(hf(g) * hf(0x0400) + hf(neg_c));
     ((k >> 9) as u8) | ((x >> 12) & 8) as u8
+}
+
+/// `e2m1_mag22_nv2` and the sign: the E2M1 code of bf16 `x` over a two-level divisor `d`
+/// (rd = RN(1/d)): Markstein's quotient clamped at 6, then the grid rounding by the binade's
+/// constant.
+fn nv2_bf16(x: u16, d: f32, rd: f32) -> u8 {
+    let a = bf(x & 0x7FFF);
+    let y = a * rd;
+    let q = (-y).mul_add(d, a).mul_add(rd, y).min(6.0);
+    let c = f32::from_bits(((q.to_bits() & 0x7F80_0000) + 0x0B40_0000).max(0x4AC0_0000));
+    let k = (q + c).mul_add(
+        f32::from_bits(0x0080_0000),
+        c * -f32::from_bits(0x0080_0000),
+    );
+    ((k.to_bits() >> 22) as u8) | ((x >> 12) & 8) as u8
 }
 
 /// The kernel's `e8m0_reciprocal_bf16x2` on one half.
@@ -117,6 +136,59 @@ fn f16_pair_encoder_equals_the_divided_reference_for_every_input_and_e4m3_scale(
         for x in finite_bf16() {
             let want = e2m1_encode(bf(x) / s);
             assert_eq!(nv1_bf16(x, rs), want, "x {x:#06x} scale {s}");
+        }
+    }
+}
+
+/// The bf16 values x with x/d in [lo, hi], both signs: the elements whose codes a divisor d
+/// decides (below 0.2·d every code is zero).
+fn bf16_between(d: f32, lo: f32, hi: f32) -> impl Iterator<Item = u16> {
+    let (from, to) = (
+        bf16::from_f32(lo * d).to_bits(),
+        bf16::from_f32(hi * d).to_bits(),
+    );
+    (from.saturating_sub(1)..=to.saturating_add(1).min(0x7F7F)).flat_map(|x| [x, x | 0x8000])
+}
+
+/// Every element of a two-level block under divisor d encodes as the division does.
+fn check_nv2(d: f32, elements: impl Iterator<Item = u16>) {
+    let rd = 1.0 / d;
+    for x in elements {
+        let want = e2m1_encode(bf(x) / d);
+        assert_eq!(nv2_bf16(x, d, rd), want, "x {x:#06x} divisor {d:e}");
+    }
+}
+
+#[test]
+fn two_level_bf16_codes_equal_the_divided_reference() {
+    let mut rng = SplitMix64::new(7);
+    // Every block scale byte under tensor scales across the nice range, and
+    // under those of bf16 tensor amaxes (amax / 2688 = amax / (2^7·3·7): midpoints times the
+    // divisor are then often bf16 values, the quotients exact ties).
+    for byte in 0x08u8..=0x7E {
+        for i in 0..60 {
+            let t = if i % 2 == 0 {
+                (2.0f64.powf(rng.uniform() * 80.0 - 40.0)) as f32
+            } else {
+                bf16::from_bits(0x3F80 | rng.below(128) as u16).to_f32() * 2f32.powi(i - 30)
+                    / 2688.0
+            };
+            // Quotients up to 64: saturating ones too (the largest byte, a given tensor amax).
+            check_nv2(
+                t * e4m3_to_f32(byte),
+                bf16_between(t * e4m3_to_f32(byte), 0.2, 64.0),
+            );
+        }
+    }
+    // Divisors that put a midpoint (m·2^j, m = 1, 3, 5, 7) within 40 f32 steps of a bf16 value.
+    for _ in 0..300 {
+        let a = bf16::from_bits(0x3F80 | rng.below(128) as u16).to_f32();
+        for m in [1.0f32, 3.0, 5.0, 7.0] {
+            let base = (a / m).to_bits() as i64;
+            for step in -40..=40 {
+                let d = f32::from_bits((base + step) as u32);
+                check_nv2(d, bf16_between(d, 0.2, 6.4));
+            }
         }
     }
 }

@@ -1,12 +1,12 @@
 //! What the tests of `fp4probe attention --q --k --v --output` and of grouped-query attention
 //! share: grouped shapes, K/V heads repeated, BF16 inputs written as files, the command lines,
-//! and Q, K, Vᵀ quantized by `fp4probe quantize` (run however the test runs the command).
+//! and Q, K, V quantized by `fp4probe quantize` (V with `--attention-v`; run however the test
+//! runs the command).
 
 // Every test crate that includes this file uses part of it.
 #![allow(dead_code)]
 
 use fp4probe::attention::AttnShape;
-use fp4probe::attention::prequant::transpose_pad_v;
 use fp4probe::formats::f32_to_bf16_bits;
 use fp4probe::quant::Format;
 use fp4probe::tensorio::{self, Tensor};
@@ -94,36 +94,34 @@ pub fn attention_args(
     args
 }
 
-/// Q, K and Vᵀ written as F32 `.npy` and quantized in `format` by `fp4probe quantize
-/// --backend <backend>`, whose command lines `run` runs: the FP4 files `attention` reads.
+/// Q, K and V written as `write_qkv` writes them (F32 `.npy`, or BF16 `.safetensors` for BF16
+/// values) and quantized in `format` by `fp4probe quantize --backend <backend>` (V with
+/// `--attention-v`), whose command lines `run` runs: the FP4 files `attention` reads.
 pub fn quantize_files(
     dir: &Path,
     s: &AttnShape,
     qkv: [&[f32]; 3],
     format: Format,
     backend: &str,
+    ext: &str,
     run: impl Fn(&[String]),
 ) -> [PathBuf; 3] {
-    let d = dims(s);
-    let vt = transpose_pad_v(s, qkv[2]);
-    let inputs = [
-        ("q", &d[0], qkv[0]),
-        ("k", &d[1], qkv[1]),
-        ("vt", &d[3], &vt[..]),
-    ];
-    inputs.map(|(name, dims, x)| {
-        let input = dir.join(format!("{name}.f32.npy"));
-        tensorio::write_npy(&input, &Tensor::from_f32(dims.clone(), x)).unwrap();
-        let output = dir.join(format!("{name}.{}.safetensors", format.name()));
+    let inputs = write_qkv(dir, s, qkv, ext);
+    let names = ["q", "k", "v"];
+    [0, 1, 2].map(|i| {
+        let output = dir.join(format!("{}.{ext}.{}.safetensors", names[i], format.name()));
         let mut args: Vec<String> = ["quantize", "--backend", backend, "--format", format.name()]
             .map(String::from)
             .into();
         args.extend([
             "--input".into(),
-            path_arg(&input),
+            path_arg(&inputs[i]),
             "--output".into(),
             path_arg(&output),
         ]);
+        if i == 2 {
+            args.push("--attention-v".into());
+        }
         run(&args);
         output
     })
