@@ -86,7 +86,7 @@ pub(crate) fn d_bits(v: &Variant, words: &[u32], experiments: usize) -> Vec<Vec<
         .collect()
 }
 
-fn changed(x: &[u64], base: &[u64]) -> Vec<usize> {
+pub(crate) fn changed(x: &[u64], base: &[u64]) -> Vec<usize> {
     (0..x.len()).filter(|&i| x[i] != base[i]).collect()
 }
 
@@ -208,66 +208,15 @@ pub fn probe(backend: &dyn Backend, v: &Variant, seed: u64) -> Result<FragmentOu
         Err(e) => return Ok(fail(format!("{e:#}"), raw, experiments, launches)),
     };
 
-    // Phase 2: pairing. Experiment index = (i * bits + bit) * 2 + {0: baseline, 1: probe}.
-    let plan = PairingPlan::new(&rc, m, n, k);
-    let count = k * plan.bits * 2;
-    let mut batch = Batch::zeroed(v, count);
-    for bit in 0..plan.bits {
-        let mask = plan.b_mask(bit);
-        for i in 0..k {
-            for pair in 0..2 {
-                let e = (i * plan.bits + bit) * 2 + pair;
-                for (t, &on) in mask.iter().enumerate() {
-                    if on {
-                        set_slot(v, &mut batch, Operand::B, e, t, one(Operand::B));
-                    }
-                }
-                if pair == 1 {
-                    for row in &plan.a_by_row {
-                        set_slot(v, &mut batch, Operand::A, e, row[i], one(Operand::A));
-                    }
-                }
-            }
-        }
-    }
-    let words = backend.run(v, sel, &batch).context("pairing launch")?;
-    experiments += count;
+    // Phase 2: pairing.
+    let all_b: Vec<usize> = (0..nb).collect();
+    let pairing = pair(backend, v, &rc, k, &all_b, &|_| {})?;
+    experiments += pairing.experiments;
     launches += 1;
-    let fd = v.fragment(Operand::D);
-    let values = d_bits(v, &words, count);
-    // A match adds a·b = 1 to D (AND, products); under XOR it removes one set bit.
-    let match_sign = if v.bitop == Some(BitOp::Xor) {
-        -1.0
-    } else {
-        1.0
-    };
-    let met: Vec<Vec<Vec<bool>>> = (0..k)
-        .map(|i| {
-            (0..plan.bits)
-                .map(|bit| {
-                    let e = (i * plan.bits + bit) * 2;
-                    (0..nd)
-                        .map(|dslot| {
-                            let delta = fd.elem.decode(values[e + 1][dslot])
-                                - fd.elem.decode(values[e][dslot]);
-                            delta * match_sign > 0.0
-                        })
-                        .collect()
-                })
-                .collect()
-        })
-        .collect();
-    raw.pairing = met
-        .iter()
-        .map(|bits| {
-            bits.iter()
-                .map(|ds| (0..nd).filter(|&d| ds[d]).collect())
-                .collect()
-        })
-        .collect();
-    let (a_k, b_k) = match infer::k_classes(&rc, &plan, &met, k) {
+    raw.pairing = pairing.met;
+    let (a_k, b_k) = match pairing.classes {
         Ok(x) => x,
-        Err(e) => return Ok(fail(format!("{e:#}"), raw, experiments, launches)),
+        Err(e) => return Ok(fail(e, raw, experiments, launches)),
     };
     let structure = infer::structure(rc, a_k, b_k, m, n, k);
     let a_space = SlotSpace::of(&v.fragment(Operand::A));
@@ -291,6 +240,95 @@ pub fn probe(backend: &dyn Backend, v: &Variant, seed: u64) -> Result<FragmentOu
     })
 }
 
+/// What the pairing phase of one product found.
+pub(crate) struct Pairing {
+    /// `met[i][bit]` = D slots that reported a match (kept as raw observations).
+    pub met: Vec<Vec<Vec<usize>>>,
+    /// The k class of every A slot and of every B slot of `b_slots`, or why there is none.
+    pub classes: std::result::Result<(Vec<usize>, Vec<usize>), String>,
+    pub experiments: usize,
+}
+
+/// Phase 2 of one product of depth `k`: which B slot meets which A slot on a common k. For
+/// experiment (i, bit), A slot i of every row is set together with the B slots of `b_slots`
+/// (indexed as `rc.b_col` is) whose in-column index has that bit set, against a baseline with
+/// A = 0. `prepare` sets up what else every experiment of the batch needs (the metadata of
+/// `mma.sp`). Experiment index = (i * bits + bit) * 2 + {0: baseline, 1: probe}.
+pub(crate) fn pair(
+    backend: &dyn Backend,
+    v: &Variant,
+    rc: &infer::RowsCols,
+    k: usize,
+    b_slots: &[usize],
+    prepare: &dyn Fn(&mut Batch),
+) -> Result<Pairing> {
+    let (m, n) = (v.shape.m as usize, v.shape.n as usize);
+    let one_a = v.fragment(Operand::A).elem.one();
+    let one_b = v.fragment(Operand::B).elem.one();
+    let plan = PairingPlan::new(rc, m, n, k);
+    let count = k * plan.bits * 2;
+    let mut batch = Batch::zeroed(v, count);
+    prepare(&mut batch);
+    for bit in 0..plan.bits {
+        let mask = plan.b_mask(bit);
+        for i in 0..k {
+            for pair in 0..2 {
+                let e = (i * plan.bits + bit) * 2 + pair;
+                for (t, &on) in mask.iter().enumerate() {
+                    if on {
+                        set_slot(v, &mut batch, Operand::B, e, b_slots[t], one_b);
+                    }
+                }
+                if pair == 1 {
+                    for row in &plan.a_by_row {
+                        set_slot(v, &mut batch, Operand::A, e, row[i], one_a);
+                    }
+                }
+            }
+        }
+    }
+    let words = backend
+        .run(v, ScaleSelectors::default(), &batch)
+        .context("pairing launch")?;
+    let fd = v.fragment(Operand::D);
+    let nd = SlotSpace::of(&fd).len();
+    let values = d_bits(v, &words, count);
+    // A match adds a·b = 1 to D (AND, products); under XOR it removes one set bit.
+    let match_sign = if v.bitop == Some(BitOp::Xor) {
+        -1.0
+    } else {
+        1.0
+    };
+    let met: Vec<Vec<Vec<bool>>> = (0..k)
+        .map(|i| {
+            (0..plan.bits)
+                .map(|bit| {
+                    let e = (i * plan.bits + bit) * 2;
+                    (0..nd)
+                        .map(|dslot| {
+                            let delta = fd.elem.decode(values[e + 1][dslot])
+                                - fd.elem.decode(values[e][dslot]);
+                            delta * match_sign > 0.0
+                        })
+                        .collect()
+                })
+                .collect()
+        })
+        .collect();
+    Ok(Pairing {
+        met: met
+            .iter()
+            .map(|bits| {
+                bits.iter()
+                    .map(|ds| (0..nd).filter(|&d| ds[d]).collect())
+                    .collect()
+            })
+            .collect(),
+        classes: infer::k_classes(rc, &plan, &met, k).map_err(|e| format!("{e:#}")),
+        experiments: count,
+    })
+}
+
 /// A small deterministic generator (splitmix64): validation inputs are reproducible from the
 /// seed recorded in the map.
 pub struct SplitMix(pub u64);
@@ -310,7 +348,7 @@ impl SplitMix {
 
 /// Values used for the random test: exact in the operand type, and small enough that every
 /// partial sum is exact in the D type (f16 accumulators get {-1, 0, 1}).
-fn palette(v: &Variant, op: Operand) -> Vec<f64> {
+pub(crate) fn palette(v: &Variant, op: Operand) -> Vec<f64> {
     let t = v.fragment(op).elem;
     if v.d == crate::formats::ElemType::F16 {
         return vec![-1.0, 0.0, 1.0];
@@ -391,7 +429,7 @@ pub fn validate(
     })
 }
 
-fn compare(
+pub(crate) fn compare(
     v: &Variant,
     d_map: &[Coord],
     got: &[u64],

@@ -10,3 +10,4 @@ pub mod infer;
 pub mod numerics;
 pub mod ptx;
 pub mod scale;
+pub mod sparse;

@@ -1,0 +1,187 @@
+//! Metadata maps of `mma.sp`: under one sparsity selector, which lane's metadata register, at
+//! which bits, holds the index of which kept element (row, chunk, first or second) of A.
+//!
+//! The documented model is fp4probe's reading of the PTX ISA's metadata figures ("Matrix
+//! fragments for multiply-accumulate operation with sparse matrix A"): selector s reads lanes
+//! 4g + s·T .. 4g + s·T + T - 1 of group g (T lanes a selector), whose registers hold, in bit
+//! order, the nibbles of row g (chunk 0 lowest) and then those of row g + 8. Where ptxas takes
+//! more selectors than the PTX ISA names (m16n8k32 f16 with f32 accumulators: four, not two),
+//! the model repeats the documented ones (selector s as s mod 2). The probe measures the
+//! hardware's map; the report shows the two side by side.
+
+use crate::isa::Variant;
+use crate::isa::sparse::SparseGeom;
+use anyhow::{Result, bail};
+use serde::{Deserialize, Serialize};
+
+/// One metadata field: `width` bits at `bit` of `lane`'s register hold index `index` (0: the
+/// first kept position, 1: the second) of chunk `chunk` of dense row `row`. tf32 fields are the
+/// whole 4-bit nibble (index 0).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct MetaField {
+    pub lane: u32,
+    pub bit: u32,
+    pub row: u32,
+    pub chunk: u32,
+    pub index: u32,
+}
+
+/// Width of each field: 4 for tf32 (a field names a whole element), else 2.
+pub fn field_bits(g: &SparseGeom) -> u32 {
+    if g.elem_positions == 2 { 4 } else { 2 }
+}
+
+/// Fields per chunk: one for tf32, else two.
+pub fn fields_per_chunk(g: &SparseGeom) -> u32 {
+    4 / field_bits(g)
+}
+
+/// The documented model's map under `selector`.
+pub fn documented_meta(v: &Variant, selector: u32) -> Vec<MetaField> {
+    let g = SparseGeom::of(v).expect("a sparse variant");
+    let m = v.shape.m;
+    let threads = g.threads_per_selector(m);
+    let selector = selector % (4 / threads);
+    let w = field_bits(&g);
+    let mut out = Vec::new();
+    for group in 0..m.min(8) {
+        // Bit stream of the group: row g, then row g + 8, each `row_bits` long.
+        let mut pos = 0;
+        for row in (group..m).step_by(8) {
+            for chunk in 0..g.chunks {
+                for index in 0..fields_per_chunk(&g) {
+                    let lane = 4 * group + selector * threads + pos / 32;
+                    out.push(MetaField {
+                        lane,
+                        bit: pos % 32,
+                        row,
+                        chunk,
+                        index,
+                    });
+                    pos += w;
+                }
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Check that `fields` name every (row, chunk, index) of `v` exactly once, inside 32-bit
+/// registers, without overlapping bits.
+pub fn check_complete(v: &Variant, fields: &[MetaField]) -> Result<()> {
+    let g = SparseGeom::of(v).expect("a sparse variant");
+    let w = field_bits(&g);
+    let per = fields_per_chunk(&g);
+    let mut seen = vec![false; (v.shape.m * g.chunks * per) as usize];
+    let mut bits = [0u32; 32];
+    for f in fields {
+        if f.lane >= 32 || f.bit + w > 32 || f.row >= v.shape.m || f.chunk >= g.chunks {
+            bail!("metadata field {f:?} lies outside the warp or the matrix");
+        }
+        if f.index >= per {
+            bail!("metadata field {f:?}: index {} of {per}", f.index);
+        }
+        let mask = ((1u64 << w) - 1) as u32;
+        if bits[f.lane as usize] & (mask << f.bit) != 0 {
+            bail!("metadata field {f:?} overlaps another field");
+        }
+        bits[f.lane as usize] |= mask << f.bit;
+        let i = ((f.row * g.chunks + f.chunk) * per + f.index) as usize;
+        if std::mem::replace(&mut seen[i], true) {
+            bail!(
+                "row {} chunk {} index {} is held by two fields",
+                f.row,
+                f.chunk,
+                f.index
+            );
+        }
+    }
+    if let Some(i) = seen.iter().position(|s| !s) {
+        let i = i as u32;
+        bail!(
+            "row {} chunk {} index {} is held by no field",
+            i / per / g.chunks,
+            i / per % g.chunks,
+            i % per
+        );
+    }
+    Ok(())
+}
+
+/// The nibble of every (row, chunk) that `words` (one per lane) hold through `fields`.
+pub fn read_nibbles(v: &Variant, fields: &[MetaField], words: &[u32]) -> Vec<u32> {
+    let g = SparseGeom::of(v).expect("a sparse variant");
+    let w = field_bits(&g);
+    let mut nib = vec![0u32; (v.shape.m * g.chunks) as usize];
+    for f in fields {
+        let x = (words[f.lane as usize] >> f.bit) & ((1 << w) - 1);
+        nib[(f.row * g.chunks + f.chunk) as usize] |= x << (2 * f.index);
+    }
+    nib
+}
+
+/// Write every (row, chunk)'s nibble into the metadata words through `fields`.
+pub fn write_nibbles(v: &Variant, fields: &[MetaField], nibbles: &[u32], words: &mut [u32]) {
+    let g = SparseGeom::of(v).expect("a sparse variant");
+    let w = field_bits(&g);
+    let mask = (1u32 << w) - 1;
+    for f in fields {
+        let x = (nibbles[(f.row * g.chunks + f.chunk) as usize] >> (2 * f.index)) & mask;
+        let word = &mut words[f.lane as usize];
+        *word = (*word & !(mask << f.bit)) | (x << f.bit);
+    }
+}
+
+/// The dense m×k A of a compressed m×(k/2) A (row-major values) under per-(row, chunk) nibbles.
+pub fn densify(v: &Variant, compressed: &[f64], nibbles: &[u32]) -> Vec<f64> {
+    let g = SparseGeom::of(v).expect("a sparse variant");
+    let (m, k) = (v.shape.m, v.shape.k);
+    let half = k / 2;
+    let mut a = vec![0.0; (m * k) as usize];
+    for r in 0..m {
+        for j in 0..half {
+            let nib = nibbles[(r * g.chunks + g.chunk_of(j)) as usize];
+            let kk = g.dense_k(j, nib);
+            a[(r * k + kk) as usize] += compressed[(r * half + j) as usize];
+        }
+    }
+    a
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::isa::catalog;
+
+    #[test]
+    fn documented_maps_are_complete_under_every_selector() {
+        for v in catalog().into_iter().filter(|v| v.sparse.is_some()) {
+            for s in 0..v.sparsity_selectors() {
+                check_complete(&v, &documented_meta(&v, s))
+                    .unwrap_or_else(|e| panic!("{} selector {s}: {e}", v.id()));
+            }
+        }
+    }
+
+    #[test]
+    fn nibbles_round_trip_and_densify_places_kept_elements() {
+        let v = crate::isa::find("sp.m16n8k16.f32.f16.f16.f32").unwrap();
+        let fields = documented_meta(&v, 1);
+        let nibbles: Vec<u32> = (0..64).map(|i| [0x4, 0x9, 0xE][i % 3]).collect();
+        let mut words = [0u32; 32];
+        write_nibbles(&v, &fields, &nibbles, &mut words);
+        assert_eq!(read_nibbles(&v, &fields, &words), nibbles);
+        // Selector 1 reads lane 1 of each group; the others stay zero.
+        assert!(
+            words
+                .iter()
+                .enumerate()
+                .all(|(l, &w)| (l % 4 == 1) == (w != 0))
+        );
+        let compressed: Vec<f64> = (0..16 * 8).map(|i| i as f64).collect();
+        let a = densify(&v, &compressed, &nibbles);
+        // Row 0 chunk 1 has nibble 0x9: positions 1 and 2, compressed 2 and 3.
+        assert_eq!(&a[4..8], &[0.0, 2.0, 3.0, 0.0]);
+    }
+}
