@@ -6,8 +6,9 @@ use crate::isa::Operand;
 use crate::layout::diff::diff;
 use crate::layout::documented::documented;
 use crate::layout::lanemap::{CSV_HEADER, LaneMap, Status, Timing};
+use crate::layout::meta::{MetaRecord, SelectorMap};
 use crate::outfile::Outputs;
-use crate::probe::fragment::probe;
+use crate::probe::fragment::{FragmentOutcome, probe};
 use crate::probe::ptx::fragment_kernel;
 use crate::provenance::Provenance;
 use anyhow::{Result, bail};
@@ -102,6 +103,24 @@ pub fn print_summary(map: &LaneMap) {
             },
             parts.join(", ")
         );
+    }
+    if let Some(meta) = &map.metadata {
+        for s in &meta.selectors {
+            let what = match (&s.failure, &s.validation) {
+                (Some(f), _) => format!("FAILED: {f}"),
+                (None, Some(v)) if v.passed() => "validated bit-exact".to_string(),
+                (None, _) => "FAILED validation".to_string(),
+            };
+            println!(
+                "  metadata, sparsity selector {}: lanes {:?} read, {} fields, {} placed unlike \
+                 the documented model; {what}",
+                s.selector,
+                s.lanes,
+                s.fields.len(),
+                s.documented_differ
+                    .map_or_else(|| "-".to_string(), |n| n.to_string()),
+            );
+        }
     }
     println!("  convention: {}", map.convention);
     for om in &map.operands {
@@ -212,8 +231,33 @@ fn summary_table(rows: &[Row]) -> String {
     s
 }
 
+/// The dense probe, or for `mma.sp` the sparse one with its metadata maps.
+fn run_probe(
+    backend: &dyn device::Backend,
+    v: &crate::isa::Variant,
+    seed: u64,
+) -> Result<(FragmentOutcome, Option<MetaRecord>)> {
+    if v.sparse.is_none() {
+        return Ok((probe(backend, v, seed)?, None));
+    }
+    let out = crate::probe::sparse::probe(backend, v, seed)?;
+    let selectors = out
+        .selectors
+        .iter()
+        .map(|s| {
+            SelectorMap::new(
+                v,
+                s.selector,
+                s.fields.as_deref().map_err(String::as_str),
+                s.validation.clone(),
+            )
+        })
+        .collect();
+    Ok((out.lanes, Some(MetaRecord::new(v, selectors))))
+}
+
 pub fn run(args: Args) -> Result<ExitCode> {
-    let variants = args.select.select()?;
+    let variants = args.select.select_lane_mapped()?;
     let out = Outputs::new(args.force);
     let backend = device::open(args.backend)?;
     let info = backend.info().clone();
@@ -264,7 +308,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let start = Instant::now();
     let mut rows = Vec::new();
     for v in &runnable {
-        let outcome = probe(backend.as_ref(), v, args.seed)?;
+        let (outcome, metadata) = run_probe(backend.as_ref(), v, args.seed)?;
         let ptx = fragment_kernel(v, v.min_target, Default::default());
         let timing = Timing {
             wall_s: outcome.wall_s,
@@ -281,7 +325,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         });
         let doc_diff = layout.map(|l| diff(v, l, &documented(v)));
         let keep_raw = failure.is_some();
-        let map = LaneMap::new(
+        let mut map = LaneMap::new(
             v,
             layout,
             Provenance::new(&info, ptx),
@@ -291,6 +335,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
             keep_raw.then(|| outcome.raw.clone()),
             timing,
         );
+        if let Some(record) = metadata {
+            map = map.with_metadata(record);
+        }
         let path = map.write(&out_dir, &out)?;
         if single && !args.quiet {
             print_summary(&map);

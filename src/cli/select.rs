@@ -252,6 +252,15 @@ impl FamilyArgs {
         select.select()
     }
 
+    /// [`Self::mma_variants`] with the sparse forms too (`sass`, whose probe kernel is
+    /// `fragment`'s).
+    pub fn lane_mapped_variants(&self, select: &VariantArgs) -> Result<Vec<Variant>> {
+        if self.filter.is_some() {
+            bail!("--filter selects wgmma variants: add --family wgmma");
+        }
+        select.select_lane_mapped()
+    }
+
     /// The dense wgmma variants `--variant`, `--filter` and `--all` name; the mma.sync
     /// qualifiers (`--shape`, `--a`, ...) are refused.
     pub fn wgmma_variants(&self, select: &VariantArgs) -> Result<Vec<crate::wgmma::WgVariant>> {

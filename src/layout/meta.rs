@@ -11,6 +11,7 @@
 
 use crate::isa::Variant;
 use crate::isa::sparse::SparseGeom;
+use crate::probe::fragment::Validation;
 use anyhow::{Result, bail};
 use serde::{Deserialize, Serialize};
 
@@ -24,6 +25,112 @@ pub struct MetaField {
     pub row: u32,
     pub chunk: u32,
     pub index: u32,
+}
+
+/// The metadata part of a sparse variant's lane map: the geometry it is read in and one map per
+/// sparsity selector.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MetaRecord {
+    /// Chunks in a row of the dense A, compressed elements per chunk, dense elements per
+    /// position, positions per element (see `isa::sparse`).
+    pub chunks: u32,
+    pub kept: u32,
+    pub pos_elems: u32,
+    pub elem_positions: u32,
+    /// Bits of one field: 2 (one index), or 4 for tf32 (a whole nibble).
+    pub field_bits: u32,
+    pub selectors: Vec<SelectorMap>,
+}
+
+/// The metadata map under one sparsity selector.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SelectorMap {
+    pub selector: u32,
+    /// Lanes whose metadata register this selector reads.
+    pub lanes: Vec<u32>,
+    /// One entry per field: [lane, bit, row, chunk, index].
+    pub fields: Vec<[u32; 5]>,
+    /// Validation of the lane maps and this map on identity and random 2:4 matrices.
+    pub validation: Option<Validation>,
+    /// Fields placed elsewhere than the documented model places them.
+    pub documented_differ: Option<usize>,
+    pub failure: Option<String>,
+}
+
+impl SelectorMap {
+    pub fn new(
+        v: &Variant,
+        selector: u32,
+        fields: std::result::Result<&[MetaField], &str>,
+        validation: Option<Validation>,
+    ) -> Self {
+        let (list, failure) = match fields {
+            Ok(f) => (f.to_vec(), None),
+            Err(e) => (Vec::new(), Some(e.to_string())),
+        };
+        let mut lanes: Vec<u32> = list.iter().map(|f| f.lane).collect();
+        lanes.sort_unstable();
+        lanes.dedup();
+        let documented = documented_meta(v, selector);
+        SelectorMap {
+            selector,
+            lanes,
+            fields: list
+                .iter()
+                .map(|f| [f.lane, f.bit, f.row, f.chunk, f.index])
+                .collect(),
+            validation,
+            documented_differ: failure
+                .is_none()
+                .then(|| list.iter().filter(|f| !documented.contains(f)).count()),
+            failure,
+        }
+    }
+
+    pub fn passed(&self) -> bool {
+        self.failure.is_none() && self.validation.as_ref().is_some_and(|v| v.passed())
+    }
+
+    /// The fields as [`MetaField`]s.
+    pub fn meta_fields(&self) -> Vec<MetaField> {
+        self.fields
+            .iter()
+            .map(|&[lane, bit, row, chunk, index]| MetaField {
+                lane,
+                bit,
+                row,
+                chunk,
+                index,
+            })
+            .collect()
+    }
+}
+
+impl MetaRecord {
+    pub fn new(v: &Variant, selectors: Vec<SelectorMap>) -> Self {
+        let g = SparseGeom::of(v).expect("a sparse variant");
+        MetaRecord {
+            chunks: g.chunks,
+            kept: g.kept,
+            pos_elems: g.pos_elems,
+            elem_positions: g.elem_positions,
+            field_bits: field_bits(&g),
+            selectors,
+        }
+    }
+
+    /// Every selector's map is complete for `v` (a map that failed holds no fields).
+    pub fn check(&self, v: &Variant) -> Result<()> {
+        let g = SparseGeom::of(v).ok_or_else(|| anyhow::anyhow!("{} is not sparse", v.id()))?;
+        if (self.chunks, self.kept, self.field_bits) != (g.chunks, g.kept, field_bits(&g)) {
+            bail!("metadata geometry does not match {}", v.id());
+        }
+        for s in self.selectors.iter().filter(|s| s.failure.is_none()) {
+            check_complete(v, &s.meta_fields())
+                .map_err(|e| anyhow::anyhow!("selector {}: {e:#}", s.selector))?;
+        }
+        Ok(())
+    }
 }
 
 /// Width of each field: 4 for tf32 (a field names a whole element), else 2.
