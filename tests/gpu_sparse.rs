@@ -24,7 +24,7 @@ fn every_sparse_variant_the_device_runs_validates_on_the_gpu() {
         if dev.check_supported(&v).is_err() {
             continue;
         }
-        let out = probe(&dev, &v, 11).unwrap_or_else(|e| panic!("{}: {e:#}", v.id()));
+        let out = probe(&dev, &v, 11, false).unwrap_or_else(|e| panic!("{}: {e:#}", v.id()));
         assert!(
             out.passed(),
             "{}: {:?}",

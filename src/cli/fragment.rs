@@ -38,6 +38,11 @@ pub struct Args {
     /// Print only one line per variant.
     #[arg(short, long)]
     pub quiet: bool,
+    /// mma.sp: also probe the sparsity selectors ptxas takes beyond those the PTX ISA names
+    /// (m16n8k32 f16 with f32 accumulators: 2 and 3). One variant only: a GPU that traps on
+    /// one leaves the process's CUDA context unusable.
+    #[arg(long)]
+    pub undocumented_selectors: bool,
 }
 
 pub fn print_summary(map: &LaneMap) {
@@ -112,9 +117,14 @@ pub fn print_summary(map: &LaneMap) {
                 (None, _) => "FAILED validation".to_string(),
             };
             println!(
-                "  metadata, sparsity selector {}: lanes {:?} read, {} fields, {} placed unlike \
-                 the documented model; {what}",
+                "  metadata, sparsity selector {}{}: lanes {:?} read, {} fields, {} placed \
+                 unlike the documented model; {what}",
                 s.selector,
+                if s.documented {
+                    ""
+                } else {
+                    " (beyond the PTX ISA's)"
+                },
                 s.lanes,
                 s.fields.len(),
                 s.documented_differ
@@ -236,11 +246,12 @@ fn run_probe(
     backend: &dyn device::Backend,
     v: &crate::isa::Variant,
     seed: u64,
+    undocumented: bool,
 ) -> Result<(FragmentOutcome, Option<MetaRecord>)> {
     if v.sparse.is_none() {
         return Ok((probe(backend, v, seed)?, None));
     }
-    let out = crate::probe::sparse::probe(backend, v, seed)?;
+    let out = crate::probe::sparse::probe(backend, v, seed, undocumented)?;
     let selectors = out
         .selectors
         .iter()
@@ -248,6 +259,7 @@ fn run_probe(
             SelectorMap::new(
                 v,
                 s.selector,
+                s.documented,
                 s.fields.as_deref().map_err(String::as_str),
                 s.validation.clone(),
             )
@@ -258,6 +270,13 @@ fn run_probe(
 
 pub fn run(args: Args) -> Result<ExitCode> {
     let variants = args.select.select_lane_mapped()?;
+    if args.undocumented_selectors && (variants.len() != 1 || variants[0].sparse.is_none()) {
+        bail!(
+            "--undocumented-selectors probes one sparse variant (--variant sp....): a GPU that \
+             traps on such a selector leaves the process unable to run another; {} selected",
+            variants.len()
+        );
+    }
     let out = Outputs::new(args.force);
     let backend = device::open(args.backend)?;
     let info = backend.info().clone();
@@ -308,7 +327,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let start = Instant::now();
     let mut rows = Vec::new();
     for v in &runnable {
-        let (outcome, metadata) = run_probe(backend.as_ref(), v, args.seed)?;
+        let (outcome, metadata) =
+            run_probe(backend.as_ref(), v, args.seed, args.undocumented_selectors)?;
         let ptx = fragment_kernel(v, v.min_target, Default::default());
         let timing = Timing {
             wall_s: outcome.wall_s,

@@ -162,7 +162,6 @@ impl Backend for Emulator {
             words(Operand::C),
             words(Operand::D),
         );
-        let sparse = SparseGeom::of(v).map(|g| (g, self.meta(v, batch.sparsity_selector)));
         if v.sparse.is_some() && batch.sparsity_selector >= v.sparsity_selectors() {
             bail!(
                 "{}: sparsity selector {} is out of range (ptxas takes 0..{})",
@@ -171,6 +170,21 @@ impl Backend for Emulator {
                 v.sparsity_selectors()
             );
         }
+        if let Some(g) = SparseGeom::of(v) {
+            let named = g.documented_selectors(v.shape.m);
+            let overridden = self
+                .meta_overrides
+                .contains_key(&(v.id(), batch.sparsity_selector));
+            if batch.sparsity_selector >= named && !overridden {
+                bail!(
+                    "{}: ptxas takes sparsity selector {}, but the PTX ISA names only 0..{named}; \
+                     the emulator has no model for it",
+                    v.id(),
+                    batch.sparsity_selector
+                );
+            }
+        }
+        let sparse = SparseGeom::of(v).map(|g| (g, self.meta(v, batch.sparsity_selector)));
         // The dense product a sparse variant computes once its A is placed.
         let dense = Variant {
             sparse: None,

@@ -102,6 +102,13 @@ impl SparseGeom {
     pub fn threads_per_selector(&self, m: u32) -> u32 {
         (self.row_bits() * m / 8).div_ceil(32)
     }
+
+    /// The sparsity selectors the PTX ISA names (0 up to this, exclusive): one per set of
+    /// [`Self::threads_per_selector`] lanes in a group of four. ptxas takes more for m16n8k32
+    /// f16 with f32 accumulators (see `Variant::sparsity_selectors`).
+    pub fn documented_selectors(&self, m: u32) -> u32 {
+        4 / self.threads_per_selector(m)
+    }
 }
 
 #[cfg(test)]
@@ -117,7 +124,7 @@ mod tests {
             assert_eq!(g.chunks * g.kept, a.cols, "{}", v.id());
             // ptxas takes as many selectors as the groups of four hold sets of threads, but for
             // m16n8k32 f16 with f32 accumulators, where it takes four (the PTX ISA says two).
-            let model = 4 / g.threads_per_selector(v.shape.m);
+            let model = g.documented_selectors(v.shape.m);
             let f16_k32_f32 = v.a == crate::formats::ElemType::F16
                 && v.shape.k == 32
                 && v.d == crate::formats::ElemType::F32;

@@ -41,6 +41,9 @@ use std::time::Instant;
 /// The metadata map of one sparsity selector, or why there is none.
 pub struct SelectorOutcome {
     pub selector: u32,
+    /// Whether the PTX ISA names this selector (ptxas takes more for m16n8k32 f16 with f32
+    /// accumulators).
+    pub documented: bool,
     pub fields: std::result::Result<Vec<MetaField>, String>,
     pub validation: Option<Validation>,
 }
@@ -60,6 +63,7 @@ impl SparseOutcome {
             && self
                 .selectors
                 .iter()
+                .filter(|s| s.documented)
                 .all(|s| s.fields.is_ok() && s.validation.as_ref().is_some_and(|v| v.passed()))
     }
 }
@@ -77,8 +81,16 @@ fn set_meta(batch: &mut Batch, word: u32) {
     batch.meta.iter_mut().for_each(|w| *w = word);
 }
 
-/// Run the whole sparse probe for `v` on `backend`.
-pub fn probe(backend: &dyn Backend, v: &Variant, seed: u64) -> Result<SparseOutcome> {
+/// Run the whole sparse probe for `v` on `backend`: every sparsity selector the PTX ISA names
+/// and, with `undocumented`, the further ones ptxas takes. A launch of those that fails is
+/// recorded as their outcome and ends the probe (on a GPU a trap leaves the context unusable,
+/// so ask for them in a process of their own, last).
+pub fn probe(
+    backend: &dyn Backend,
+    v: &Variant,
+    seed: u64,
+    undocumented: bool,
+) -> Result<SparseOutcome> {
     let start = Instant::now();
     let g = SparseGeom::of(v).context("not a sparse variant")?;
     let (m, n, k) = (v.shape.m as usize, v.shape.n as usize, v.shape.k as usize);
@@ -228,24 +240,46 @@ pub fn probe(backend: &dyn Backend, v: &Variant, seed: u64) -> Result<SparseOutc
     };
 
     // Phases 3 and 4, per sparsity selector.
+    let named = g.documented_selectors(v.shape.m);
+    let last = if undocumented {
+        v.sparsity_selectors()
+    } else {
+        named.min(v.sparsity_selectors())
+    };
     let mut selectors = Vec::new();
-    for sel in 0..v.sparsity_selectors() {
-        let fields = metadata(backend, v, &g, &layout, sel)?;
-        experiments += fields.1;
-        launches += 1;
-        let validation = match &fields.0 {
-            Ok(f) => {
-                launches += 1;
-                experiments += 2;
-                Some(validate(backend, v, &g, &layout, f, sel, seed)?)
-            }
-            Err(_) => None,
-        };
-        selectors.push(SelectorOutcome {
-            selector: sel,
-            fields: fields.0,
-            validation,
+    for sel in 0..last {
+        let documented = sel < named;
+        let measured = metadata(backend, v, &g, &layout, sel).and_then(|(fields, count)| {
+            experiments += count;
+            launches += 1;
+            let validation = match &fields {
+                Ok(f) => {
+                    launches += 1;
+                    experiments += 2;
+                    Some(validate(backend, v, &g, &layout, f, sel, seed)?)
+                }
+                Err(_) => None,
+            };
+            Ok((fields, validation))
         });
+        match measured {
+            Ok((fields, validation)) => selectors.push(SelectorOutcome {
+                selector: sel,
+                documented,
+                fields,
+                validation,
+            }),
+            Err(e) if !documented => {
+                selectors.push(SelectorOutcome {
+                    selector: sel,
+                    documented,
+                    fields: Err(format!("the launch failed: {e:#}")),
+                    validation: None,
+                });
+                break;
+            }
+            Err(e) => return Err(e),
+        }
     }
     let validation = selectors.first().and_then(|s| s.validation.clone());
     let structure = Structure::of(&layout, m, n, k);

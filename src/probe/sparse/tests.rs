@@ -18,7 +18,7 @@ fn representatives() -> Vec<Variant> {
 fn the_emulator_gives_back_the_documented_maps_of_every_geometry() {
     let emu = Emulator::new();
     for v in representatives() {
-        let out = probe(&emu, &v, 7).unwrap();
+        let out = probe(&emu, &v, 7, false).unwrap();
         assert!(
             out.passed(),
             "{}: {:?}",
@@ -31,7 +31,11 @@ fn the_emulator_gives_back_the_documented_maps_of_every_geometry() {
             "{}",
             v.id()
         );
-        assert_eq!(out.selectors.len() as u32, v.sparsity_selectors());
+        let g = SparseGeom::of(&v).unwrap();
+        assert_eq!(
+            out.selectors.len() as u32,
+            g.documented_selectors(v.shape.m)
+        );
         for s in &out.selectors {
             assert_eq!(
                 s.fields.as_ref().unwrap(),
@@ -55,7 +59,7 @@ fn a_permuted_metadata_map_is_found_as_it_is() {
     }
     fields.sort();
     let emu = Emulator::new().with_meta(&v, 1, fields.clone());
-    let out = probe(&emu, &v, 3).unwrap();
+    let out = probe(&emu, &v, 3, false).unwrap();
     assert!(out.passed());
     assert_eq!(out.selectors[1].fields.as_ref().unwrap(), &fields);
     assert_eq!(
@@ -94,5 +98,22 @@ fn invalid_metadata_is_an_emulator_error() {
         Emulator::new()
             .run(&v, ScaleSelectors::default(), &batch)
             .is_err()
+    );
+}
+
+#[test]
+fn undocumented_selectors_are_recorded_as_failed_launches_not_errors() {
+    // ptxas takes selectors 2 and 3 of m16n8k32 f16 with f32 accumulators; the PTX ISA names
+    // two, and the emulator has no model for the others: the probe records the refusal.
+    let v = crate::isa::find("sp.m16n8k32.f32.f16.f16.f32").unwrap();
+    let out = probe(&Emulator::new(), &v, 1, true).unwrap();
+    assert!(out.passed());
+    assert_eq!(out.selectors.len(), 3);
+    let last = &out.selectors[2];
+    assert!(!last.documented);
+    assert!(
+        last.fields.as_ref().unwrap_err().contains("names"),
+        "{:?}",
+        last.fields
     );
 }
