@@ -2,7 +2,6 @@
 //! hold the indices of each chunk of each row of A, in the PTX ISA's own notation
 //! (`T5:[7:4]`), and where that differs from the documented model.
 
-use super::md::validation_section;
 use crate::layout::lanemap::LaneMap;
 use crate::layout::meta::{MetaField, MetaRecord, SelectorMap, documented_meta};
 use std::fmt::Write;
@@ -59,7 +58,7 @@ fn selector_section(s: &mut String, map: &LaneMap, meta: &MetaRecord, sel: &Sele
         return;
     }
     let lanes: Vec<String> = sel.lanes.iter().map(|l| l.to_string()).collect();
-    let _ = writeln!(
+    let _ = write!(
         s,
         "Reads the metadata register of lanes {}.",
         lanes.join(", ")
@@ -74,14 +73,34 @@ fn selector_section(s: &mut String, map: &LaneMap, meta: &MetaRecord, sel: &Sele
         Some(n) => {
             let _ = writeln!(
                 s,
-                " **{n} of {} fields sit elsewhere than the documented model puts them**; the \
-                 documented place follows each measured one below.\n",
+                " **{n} of {} fields sit elsewhere than the documented model puts them**; its \
+                 table follows the measured one.\n",
                 fields.len()
             );
         }
+        None if !sel.documented => s.push_str(
+            " The PTX ISA names no such selector (ptxas takes it), so there is no documented \
+             model to compare with.\n\n",
+        ),
         None => s.push('\n'),
     }
-    validation_section(s, sel.validation.as_ref());
+    let check = |c: &crate::probe::fragment::Check| {
+        if c.passed {
+            format!("pass ({} elements bit-exact)", c.compared)
+        } else {
+            format!("FAIL ({} of {} differ)", c.mismatch_count, c.compared)
+        }
+    };
+    if let Some(v) = &sel.validation {
+        let _ = writeln!(
+            s,
+            "Validation through these maps: identity {}; random 2:4 patterns and values (seed {}) \
+             {}.\n",
+            check(&v.identity),
+            v.seed,
+            check(&v.random)
+        );
+    }
     table(s, &fields, map.shape.m, meta.chunks, meta.field_bits);
     if sel.documented_differ.is_some_and(|n| n > 0) {
         s.push_str("Documented model:\n\n");
