@@ -22,15 +22,26 @@ fn fragment_writes_the_metadata_maps_of_every_selector() {
     ]);
     ok(&o);
     let t = text(&o);
-    assert!(t.contains("metadata, sparsity selector 3: lanes [3, 7, 11"), "{t}");
+    assert!(
+        t.contains("metadata, sparsity selector 3: lanes [3, 7, 11"),
+        "{t}"
+    );
     let path = out.join("sp.m16n8k16.f32.bf16.bf16.f32.json");
     let map = LaneMap::load(&path).unwrap();
     assert_eq!(map.status, Status::Passed);
     let meta = map.metadata.as_ref().unwrap();
     assert_eq!(meta.selectors.len(), 4);
-    assert!(meta.selectors.iter().all(|s| s.documented_differ == Some(0)));
+    assert!(
+        meta.selectors
+            .iter()
+            .all(|s| s.documented_differ == Some(0))
+    );
     // A holds the compressed 16 x 8; B the dense 16 x 8.
-    let a = map.operands.iter().find(|o| o.operand.name() == "A").unwrap();
+    let a = map
+        .operands
+        .iter()
+        .find(|o| o.operand.name() == "A")
+        .unwrap();
     assert_eq!((a.rows, a.cols), (16, 8));
     let csv = std::fs::read_to_string(out.join("sp.m16n8k16.f32.bf16.bf16.f32.csv")).unwrap();
     // 4 selectors x 16 rows x 4 chunks x 2 indices.
@@ -44,7 +55,10 @@ fn fragment_writes_the_metadata_maps_of_every_selector() {
         "--no-index",
     ]));
     let md = std::fs::read_to_string(page.join("sp.m16n8k16.f32.bf16.bf16.f32.md")).unwrap();
-    assert!(md.contains("## Metadata") && md.contains("| 9 | T5:[19:16] |"), "{md}");
+    assert!(
+        md.contains("## Metadata") && md.contains("| 9 | T5:[19:16] |"),
+        "{md}"
+    );
 }
 
 #[test]
@@ -88,7 +102,11 @@ fn sparse_selection_and_undocumented_selectors_are_checked_first() {
         out.to_str().unwrap(),
     ]);
     ok(&o);
-    assert!(text(&o).contains("selector 2 (beyond the PTX ISA's)"), "{}", text(&o));
+    assert!(
+        text(&o).contains("selector 2 (beyond the PTX ISA's)"),
+        "{}",
+        text(&o)
+    );
 }
 
 #[test]
@@ -118,4 +136,27 @@ fn an_emulator_run_never_replaces_the_hardware_map() {
         ],
         "hardware",
     );
+}
+
+#[test]
+fn the_committed_sparse_pages_are_current() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/sm_90/mma-sp");
+    let out = tmpdir("sparse", "pages");
+    for stem in ["sp.m16n8k32.f32.f16.f16.f32", "sp.m16n8k64.s32.s8.s8.s32"] {
+        ok(&fp4probe(&[
+            "report",
+            dir.join(format!("{stem}.json")).to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+            "--no-index",
+        ]));
+        for ext in ["md", "A.svg", "B.svg", "C.svg", "D.svg"] {
+            let name = format!("{stem}.{ext}");
+            assert_eq!(
+                std::fs::read_to_string(out.join(&name)).unwrap(),
+                std::fs::read_to_string(dir.join(&name)).unwrap(),
+                "{name}: regenerate with `fp4probe report reports/sm_90/mma-sp/{stem}.json --no-index`"
+            );
+        }
+    }
 }

@@ -68,6 +68,15 @@ impl SparseOutcome {
     }
 }
 
+/// One half of the chunks (lo or hi) after pairing: its B slots, the phase-1 classes restricted
+/// to them, and the k class of every A slot and of each of its B slots.
+struct Half {
+    slots: Vec<usize>,
+    rc: infer::RowsCols,
+    a_k: Vec<usize>,
+    b_k: Vec<usize>,
+}
+
 /// A copy of `v` without its sparsity: the dense product the CPU reference computes.
 fn dense_twin(v: &Variant) -> Variant {
     Variant {
@@ -230,7 +239,12 @@ pub fn probe(
         launches += 1;
         raw.pairing.extend(p.met);
         match p.classes {
-            Ok(classes) => halves.push((slots, sub, classes)),
+            Ok((a_k, b_k)) => halves.push(Half {
+                slots,
+                rc: sub,
+                a_k,
+                b_k,
+            }),
             Err(e) => return Ok(fail(e, raw, experiments, launches)),
         }
     }
@@ -299,17 +313,13 @@ pub fn probe(
 
 /// Label the observed classes: A, C and D by the dense convention on the lo product (depth
 /// k/2), B by the dense k each compressed column lands on under lo and under hi.
-fn label(
-    v: &Variant,
-    g: &SparseGeom,
-    rc: &infer::RowsCols,
-    halves: &[(Vec<usize>, infer::RowsCols, (Vec<usize>, Vec<usize>))],
-) -> Result<Layout> {
+fn label(v: &Variant, g: &SparseGeom, rc: &infer::RowsCols, halves: &[Half]) -> Result<Layout> {
     let (m, n, k) = (v.shape.m as usize, v.shape.n as usize, v.shape.k as usize);
-    let [(lo_slots, lo_rc, (a_lo, b_lo)), (hi_slots, _, (a_hi, b_hi))] = halves else {
+    let [lo_half, hi_half] = halves else {
         bail!("two halves expected");
     };
-    let lo = infer::structure(lo_rc.clone(), a_lo.clone(), b_lo.clone(), m, n, k / 2);
+    let (a_lo, b_lo, a_hi, b_hi) = (&lo_half.a_k, &lo_half.b_k, &hi_half.a_k, &hi_half.b_k);
+    let lo = infer::structure(lo_half.rc.clone(), a_lo.clone(), b_lo.clone(), m, n, k / 2);
     let a_space = SlotSpace::of(&v.fragment(Operand::A));
     let labelled = lo.label(Some(&documented(v)), |s| {
         let slot = a_space.slot(s);
@@ -337,7 +347,7 @@ fn label(
         col_label[rc.d_col[i]] = c.col;
     }
     let mut b = vec![Coord { row: 0, col: 0 }; rc.b_col.len()];
-    for (h, (slots, classes, nib)) in [(lo_slots, b_lo, LO), (hi_slots, b_hi, HI)]
+    for (h, (slots, classes, nib)) in [(&lo_half.slots, b_lo, LO), (&hi_half.slots, b_hi, HI)]
         .into_iter()
         .enumerate()
     {
@@ -426,7 +436,7 @@ fn metadata(
             );
         }
     }
-    let baseline_of = |q: usize| if !tf32 && q % 2 == 0 { 0 } else { 1 };
+    let baseline_of = |q: usize| if !tf32 && q.is_multiple_of(2) { 0 } else { 1 };
     batch.meta[..32].fill(splat(HI));
     for lane in 0..32 {
         for q in 0..per_lane {
