@@ -595,14 +595,7 @@ impl Backend for CudaBackend {
         if n == 0 {
             return Ok(Vec::new());
         }
-        if v.sparse.is_some() && batch.sparsity_selector >= v.sparsity_selectors() {
-            bail!(
-                "{}: sparsity selector {} is out of range (ptxas takes 0..{})",
-                v.id(),
-                batch.sparsity_selector,
-                v.sparsity_selectors()
-            );
-        }
+        batch.check_sparsity_selector(v)?;
         let f = self.fragment_function(v, selectors, batch.sparsity_selector)?;
         drv(self.ctx.bind_to_thread(), "binding the CUDA context")?;
         let mut out = Vec::with_capacity(n * wd);

@@ -162,14 +162,7 @@ impl Backend for Emulator {
             words(Operand::C),
             words(Operand::D),
         );
-        if v.sparse.is_some() && batch.sparsity_selector >= v.sparsity_selectors() {
-            bail!(
-                "{}: sparsity selector {} is out of range (ptxas takes 0..{})",
-                v.id(),
-                batch.sparsity_selector,
-                v.sparsity_selectors()
-            );
-        }
+        batch.check_sparsity_selector(v)?;
         if let Some(g) = SparseGeom::of(v) {
             let named = g.documented_selectors(v.shape.m);
             let overridden = self

@@ -87,6 +87,19 @@ impl Batch {
         }
     }
 
+    /// An `mma.sp` batch's sparsity selector is one ptxas takes for `v`.
+    pub fn check_sparsity_selector(&self, v: &Variant) -> Result<()> {
+        if v.sparse.is_some() && self.sparsity_selector >= v.sparsity_selectors() {
+            anyhow::bail!(
+                "{}: sparsity selector {} is out of range (ptxas takes 0..{})",
+                v.id(),
+                self.sparsity_selector,
+                v.sparsity_selectors()
+            );
+        }
+        Ok(())
+    }
+
     /// The words of one lane of one experiment for an operand (`A`, `B` or `C`).
     pub fn lane_words_mut(
         &mut self,

@@ -23,12 +23,11 @@
 //!    dense A, bit for bit.
 
 use super::fragment::{
-    Check, FragmentOutcome, RawObservations, SplitMix, Validation, changed, compare, d_bits, fill,
-    pair, palette, set_slot,
+    FragmentOutcome, RawObservations, SplitMix, Validation, check_pair, d_bits, fill, lit_after,
+    pair, palette, place, set_one_hot, slot_counts,
 };
 use super::infer::{self, OneHot};
 use crate::device::{Backend, Batch};
-use crate::gemm;
 use crate::isa::sparse::{HI, LO, SparseGeom, nibble, splat};
 use crate::isa::{Operand, ScaleSelectors, Variant};
 use crate::layout::convention::Structure;
@@ -104,13 +103,7 @@ pub fn probe(
     let g = SparseGeom::of(v).context("not a sparse variant")?;
     let (m, n, k) = (v.shape.m as usize, v.shape.n as usize, v.shape.k as usize);
     let half = k / 2;
-    let sizes = |op: Operand| SlotSpace::of(&v.fragment(op)).len();
-    let (na, nb, nc, nd) = (
-        sizes(Operand::A),
-        sizes(Operand::B),
-        sizes(Operand::C),
-        sizes(Operand::D),
-    );
+    let [na, nb, nc, nd] = slot_counts(v);
     let one = |op: Operand| v.fragment(op).elem.one();
 
     // Phase 1: baselines and one-hot experiments; the B block twice, under lo and under hi.
@@ -127,31 +120,10 @@ pub fn probe(
         fill(v, &mut batch, Operand::A, e, one(Operand::A));
     }
     batch.meta[base_hi * 32..base_c * 32].fill(splat(HI));
-    for s in 0..na {
-        set_slot(
-            v,
-            &mut batch,
-            Operand::A,
-            base_a + 1 + s,
-            s,
-            one(Operand::A),
-        );
-    }
-    for t in 0..nb {
-        for base in [base_lo, base_hi] {
-            set_slot(v, &mut batch, Operand::B, base + 1 + t, t, one(Operand::B));
-        }
-    }
-    for u in 0..nc {
-        set_slot(
-            v,
-            &mut batch,
-            Operand::C,
-            base_c + 1 + u,
-            u,
-            one(Operand::C),
-        );
-    }
+    set_one_hot(v, &mut batch, Operand::A, base_a);
+    set_one_hot(v, &mut batch, Operand::B, base_lo);
+    set_one_hot(v, &mut batch, Operand::B, base_hi);
+    set_one_hot(v, &mut batch, Operand::C, base_c);
     let d = d_bits(
         v,
         &backend
@@ -159,11 +131,7 @@ pub fn probe(
             .context("one-hot launch")?,
         total,
     );
-    let lit = |base: usize, count: usize| -> Vec<Vec<usize>> {
-        (0..count)
-            .map(|s| changed(&d[base + 1 + s], &d[base]))
-            .collect()
-    };
+    let lit = |base: usize, count: usize| lit_after(&d, base, count);
     let (b_lo, b_hi) = (lit(base_lo, nb), lit(base_hi, nb));
     let mut raw = RawObservations {
         a_lit: lit(base_a, na),
@@ -195,15 +163,7 @@ pub fn probe(
     let mut experiments = total;
     let mut launches = 1;
     let fail = |why: String, raw: RawObservations, experiments, launches| SparseOutcome {
-        lanes: FragmentOutcome {
-            layout: Err(why),
-            structure: None,
-            validation: None,
-            raw,
-            experiments,
-            launches,
-            wall_s: start.elapsed().as_secs_f64(),
-        },
+        lanes: FragmentOutcome::failed(why, raw, experiments, launches, start),
         selectors: Vec::new(),
     };
     if let Some(why) = bad_half {
@@ -398,7 +358,6 @@ fn metadata(
     let per_lane = (32 / w) as usize;
     // B: rows at the positions the experiments move elements to (the first and the last of a
     // chunk; for tf32 the second element) hold 1 in column 0 and the chunk in binary after it.
-    let fb = v.fragment(Operand::B);
     let mut bmat = vec![0.0; k * n];
     for kk in 0..k {
         let (chunk, pos) = chunk_position(g, kk as u32);
@@ -424,17 +383,7 @@ fn metadata(
             e,
             v.fragment(Operand::A).elem.one(),
         );
-        for (i, c) in layout.b.iter().enumerate() {
-            let x = bmat[c.row as usize * n + c.col as usize];
-            set_slot(
-                v,
-                &mut batch,
-                Operand::B,
-                e,
-                i,
-                fb.elem.encode_exact(x).context("B")?,
-            );
-        }
+        place(v, &mut batch, e, Operand::B, &layout.b, &bmat, n)?;
     }
     let baseline_of = |q: usize| if !tf32 && q.is_multiple_of(2) { 0 } else { 1 };
     batch.meta[..32].fill(splat(HI));
@@ -603,14 +552,7 @@ fn validate(
             (Operand::B, b, n),
             (Operand::C, c, n),
         ] {
-            let elem = v.fragment(op).elem;
-            for (i, coord) in layout.operand(op).iter().enumerate() {
-                let x = mat[coord.row as usize * cols + coord.col as usize];
-                let bits = elem
-                    .encode_exact(x)
-                    .with_context(|| format!("{x} is not exact in {elem}"))?;
-                set_slot(v, &mut batch, op, e, i, bits);
-            }
+            place(v, &mut batch, e, op, layout.operand(op), mat, cols)?;
         }
         write_nibbles(v, fields, nibs, &mut batch.meta[e * 32..(e + 1) * 32]);
     }
@@ -618,34 +560,16 @@ fn validate(
         .run(v, ScaleSelectors::default(), &batch)
         .with_context(|| format!("validation launch, selector {sel}"))?;
     let got = d_bits(v, &words, cases.len());
-    let fd = v.fragment(Operand::D);
-    let dense = dense_twin(v);
-    let blocks = v.scale.map(|s| s.vec as usize).unwrap_or(0);
-    let ones = |len: usize| vec![1.0; len];
-    let checks: Vec<Check> = cases
+    let dense_a: Vec<Vec<f64>> = cases
         .iter()
-        .enumerate()
-        .map(|(e, (a, nibs, b, c))| {
-            let a_dense = densify(v, a, nibs);
-            let want = gemm::mma(
-                &dense,
-                &gemm::Operands {
-                    a: &a_dense,
-                    b,
-                    c,
-                    scale_a: &ones(m * blocks),
-                    scale_b: &ones(blocks * n),
-                },
-            );
-            compare(v, &layout.d, &got[e], &want, fd.elem)
-        })
+        .map(|(a, nibs, _, _)| densify(v, a, nibs))
         .collect();
-    let [identity, random]: [Check; 2] = checks.try_into().expect("two cases");
-    Ok(Validation {
-        identity,
-        random,
-        seed,
-    })
+    let dense: Vec<[&[f64]; 3]> = cases
+        .iter()
+        .zip(&dense_a)
+        .map(|((_, _, b, c), a)| [&a[..], b, c])
+        .collect();
+    Ok(check_pair(v, &dense_twin(v), &layout.d, &got, &dense, seed))
 }
 
 #[cfg(test)]
