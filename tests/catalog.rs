@@ -15,7 +15,7 @@ fn json(args: &[&str]) -> serde_json::Value {
 fn every_listing_ends_with_each_family_and_its_count() {
     let want = [
         ("mma.sync", 173, 143),
-        ("mma.sp", 171, 0),
+        ("mma.sp", 171, 171),
         ("ldmatrix", 18, 6),
         ("stmatrix", 9, 6),
         ("movmatrix", 1, 1),
@@ -45,7 +45,7 @@ fn every_listing_ends_with_each_family_and_its_count() {
     assert!(t.contains("families ("), "{t}");
     for line in [
         "  mma.sync           173  (143 probed, the rest catalogued and assembled)",
-        "  mma.sp             171  (catalogued and assembled, not probed)",
+        "  mma.sp             171  (all probed)",
         "  ldmatrix            18  (6 probed, the rest catalogued and assembled)",
         "  movmatrix            1  (all probed)",
         "  wgmma.mma_async   2148  (1092 probed, the rest catalogued and assembled)",
@@ -70,9 +70,11 @@ fn sparse_and_m8n8_rows() {
     assert_eq!(v["family"], "mma.sp");
     assert_eq!(v["regs"], serde_json::json!([4, 4, 4, 4]));
     assert_eq!(v["min_target"], "sm_120a");
-    assert_eq!(v["probed"], false);
+    // `fragment` measures the sparse forms (lane and metadata maps); the other probes do not.
+    assert_eq!(v["probed"], true);
+    assert_eq!(v["not_probed"], serde_json::Value::Null);
     assert_eq!(v["sparsity_selectors"], 1);
-    assert!(v["not_probed"].as_str().unwrap().contains("metadata"));
+    assert!(v["note"].as_str().unwrap().contains("metadata operand"));
     let v = by_id("sp.m16n8k16.f32.f16.f16.f32");
     assert_eq!(
         v["ptx"],
@@ -110,7 +112,7 @@ fn sparse_and_m8n8_rows() {
             "16/16",
             "sm_80",
             "8.7",
-            "no",
+            "yes",
             "0-3"
         ]
     );
@@ -126,7 +128,7 @@ fn sparse_and_m8n8_rows() {
         ]
     );
     assert!(t.contains("1 mma.sync variants (1 probed)"), "{t}");
-    assert!(t.contains("2 mma.sp variants (0 probed)"), "{t}");
+    assert!(t.contains("2 mma.sp variants (2 probed)"), "{t}");
 }
 
 #[test]
@@ -202,18 +204,25 @@ fn rejected_lists_the_selector_and_sparse_near_misses() {
 
 #[test]
 fn naming_a_catalogued_variant_the_probes_do_not_run_is_refused_with_the_reason() {
-    for (id, why) in [
-        ("sp.m16n8k16.f32.f16.f16.f32", "metadata operand of mma.sp"),
-        ("m8n8k16.s32.s8.s8.s32", "m8n8 shapes only for f64"),
-        ("m8n8k4.col.col.f16.f16.f16.f16", "one per quad pair"),
+    let every: &[&[&str]] = &[
+        &["fragment", "--backend", "emulator"][..],
+        &["numerics", "--backend", "emulator"],
+        &["container", "--backend", "emulator"],
+        &["bench"],
+        &["sass"],
+    ];
+    // `fragment` and `sass` take the sparse forms; the other probes refuse them.
+    let not_fragment: &[&[&str]] = &every[1..4];
+    for (id, why, commands) in [
+        (
+            "sp.m16n8k16.f32.f16.f16.f32",
+            "do not model the metadata operand",
+            not_fragment,
+        ),
+        ("m8n8k16.s32.s8.s8.s32", "m8n8 shapes only for f64", every),
+        ("m8n8k4.col.col.f16.f16.f16.f16", "one per quad pair", every),
     ] {
-        for cmd in [
-            &["fragment", "--backend", "emulator"][..],
-            &["numerics", "--backend", "emulator"],
-            &["container", "--backend", "emulator"],
-            &["bench"],
-            &["sass"],
-        ] {
+        for cmd in commands {
             let mut args = cmd.to_vec();
             args.extend(["--variant", id]);
             let o = fp4probe(&args);
@@ -267,12 +276,20 @@ fn a_selection_leaves_out_what_is_not_probed_with_a_note() {
         .filter(|v| v.shape.to_string() == "m16n8k16" && v.sparse.is_some())
         .count();
     assert!(sparse > 0);
-    assert!(t.contains(&format!("{probed} passed, 0 failed")), "{t}");
+    // `fragment` measures the sparse forms of the shape too.
+    assert!(
+        t.contains(&format!("{} passed, 0 failed", probed + sparse)),
+        "{t}"
+    );
+    assert!(!t.contains("note: left out"), "{t}");
+    // A probe without a metadata model leaves them out, with the reason.
+    let o = fp4probe(&["container", "--shape", "m16n8k16", "--backend", "emulator"]);
+    let t = text(&o);
     assert!(
         t.contains(&format!(
             "note: left out {sparse} variants that are catalogued (ptxas assembles them) but \
              not probed:"
-        )) && t.contains("metadata operand of mma.sp"),
+        )) && t.contains("do not model the metadata operand"),
         "{t}"
     );
     // Only what is not probed: an error naming why.

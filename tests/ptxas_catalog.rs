@@ -17,7 +17,7 @@ use common::{have_ptxas, par_map};
 use fp4probe::isa::matrix::{self, MatrixVariant};
 use fp4probe::isa::module::{MmaOptions, SelectorForm, matrix_module, mma_module};
 use fp4probe::isa::{Rejected, Target, Variant, catalog, find, rejected_spellings};
-use fp4probe::probe::ptx::fragment_kernel;
+use fp4probe::probe::ptx::{fragment_kernel, sparse_fragment_kernel};
 use fp4probe::tools::{self, AssembleError};
 
 /// The targets ptxas 13.5 knows, oldest first, as far as [`Target`] spells them: the one before
@@ -76,10 +76,19 @@ fn mma_jobs(v: &Variant) -> Vec<Job> {
             accept: false,
         });
     }
-    if v.not_probed().is_none() {
+    if v.not_lane_mapped().is_none() {
         jobs.push(Job {
             what: format!("{} (probe kernel)", v.id()),
             ptx: fragment_kernel(v, v.min_target, Default::default()),
+            target: v.min_target,
+            accept: true,
+        });
+    }
+    // The sparse probe builds one kernel per sparsity selector (0 is the one above).
+    for sel in 1..v.sparsity_selectors() {
+        jobs.push(Job {
+            what: format!("{} (probe kernel, sparsity selector {sel})", v.id()),
+            ptx: sparse_fragment_kernel(v, v.min_target, Default::default(), sel),
             target: v.min_target,
             accept: true,
         });

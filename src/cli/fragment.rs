@@ -6,8 +6,9 @@ use crate::isa::Operand;
 use crate::layout::diff::diff;
 use crate::layout::documented::documented;
 use crate::layout::lanemap::{CSV_HEADER, LaneMap, Status, Timing};
+use crate::layout::meta::{MetaRecord, SelectorMap};
 use crate::outfile::Outputs;
-use crate::probe::fragment::probe;
+use crate::probe::fragment::{FragmentOutcome, probe};
 use crate::probe::ptx::fragment_kernel;
 use crate::provenance::Provenance;
 use anyhow::{Result, bail};
@@ -37,6 +38,11 @@ pub struct Args {
     /// Print only one line per variant.
     #[arg(short, long)]
     pub quiet: bool,
+    /// mma.sp: also probe the sparsity selectors ptxas takes beyond those the PTX ISA names
+    /// (m16n8k32 f16 with f32 accumulators: 2 and 3). One variant only: a GPU that traps on
+    /// one leaves the process's CUDA context unusable.
+    #[arg(long)]
+    pub undocumented_selectors: bool,
 }
 
 pub fn print_summary(map: &LaneMap) {
@@ -102,6 +108,29 @@ pub fn print_summary(map: &LaneMap) {
             },
             parts.join(", ")
         );
+    }
+    if let Some(meta) = &map.metadata {
+        for s in &meta.selectors {
+            let what = match (&s.failure, &s.validation) {
+                (Some(f), _) => format!("FAILED: {f}"),
+                (None, Some(v)) if v.passed() => "validated bit-exact".to_string(),
+                (None, _) => "FAILED validation".to_string(),
+            };
+            println!(
+                "  metadata, sparsity selector {}{}: lanes {:?} read, {} fields, {} placed \
+                 unlike the documented model; {what}",
+                s.selector,
+                if s.documented {
+                    ""
+                } else {
+                    " (beyond the PTX ISA's)"
+                },
+                s.lanes,
+                s.fields.len(),
+                s.documented_differ
+                    .map_or_else(|| "-".to_string(), |n| n.to_string()),
+            );
+        }
     }
     println!("  convention: {}", map.convention);
     for om in &map.operands {
@@ -212,8 +241,42 @@ fn summary_table(rows: &[Row]) -> String {
     s
 }
 
+/// The dense probe, or for `mma.sp` the sparse one with its metadata maps.
+fn run_probe(
+    backend: &dyn device::Backend,
+    v: &crate::isa::Variant,
+    seed: u64,
+    undocumented: bool,
+) -> Result<(FragmentOutcome, Option<MetaRecord>)> {
+    if v.sparse.is_none() {
+        return Ok((probe(backend, v, seed)?, None));
+    }
+    let out = crate::probe::sparse::probe(backend, v, seed, undocumented)?;
+    let selectors = out
+        .selectors
+        .iter()
+        .map(|s| {
+            SelectorMap::new(
+                v,
+                s.selector,
+                s.documented,
+                s.fields.as_deref().map_err(String::as_str),
+                s.validation.clone(),
+            )
+        })
+        .collect();
+    Ok((out.lanes, Some(MetaRecord::new(v, selectors))))
+}
+
 pub fn run(args: Args) -> Result<ExitCode> {
-    let variants = args.select.select()?;
+    let variants = args.select.select_lane_mapped()?;
+    if args.undocumented_selectors && (variants.len() != 1 || variants[0].sparse.is_none()) {
+        bail!(
+            "--undocumented-selectors probes one sparse variant (--variant sp....): a GPU that \
+             traps on such a selector leaves the process unable to run another; {} selected",
+            variants.len()
+        );
+    }
     let out = Outputs::new(args.force);
     let backend = device::open(args.backend)?;
     let info = backend.info().clone();
@@ -264,7 +327,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let start = Instant::now();
     let mut rows = Vec::new();
     for v in &runnable {
-        let outcome = probe(backend.as_ref(), v, args.seed)?;
+        let (outcome, metadata) =
+            run_probe(backend.as_ref(), v, args.seed, args.undocumented_selectors)?;
         let ptx = fragment_kernel(v, v.min_target, Default::default());
         let timing = Timing {
             wall_s: outcome.wall_s,
@@ -281,7 +345,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         });
         let doc_diff = layout.map(|l| diff(v, l, &documented(v)));
         let keep_raw = failure.is_some();
-        let map = LaneMap::new(
+        let mut map = LaneMap::new(
             v,
             layout,
             Provenance::new(&info, ptx),
@@ -291,6 +355,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
             keep_raw.then(|| outcome.raw.clone()),
             timing,
         );
+        if let Some(record) = metadata {
+            map = map.with_metadata(record);
+        }
         let path = map.write(&out_dir, &out)?;
         if single && !args.quiet {
             print_summary(&map);

@@ -129,7 +129,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         println!("wrote {}", sass::write_index(dir, &out)?.display());
         return Ok(ExitCode::SUCCESS);
     }
-    let mut variants: Vec<Variant> = args.family.mma_variants(&args.select)?;
+    let mut variants: Vec<Variant> = args.family.lane_mapped_variants(&args.select)?;
     if !args.min_target.is_empty() {
         variants.retain(|v| args.min_target.contains(&v.min_target));
         if variants.is_empty() {

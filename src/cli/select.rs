@@ -9,7 +9,7 @@ pub struct VariantArgs {
     /// Catalog id, as `fp4probe catalog` prints it (`::` may be written `_`), or the PTX
     /// instruction as written in a kernel (`mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32`;
     /// qualifiers in any order, operands ignored).
-    #[arg(long, conflicts_with_all = ["shape", "kind", "a", "b", "c", "d", "scale_vec", "stype", "op"])]
+    #[arg(long, conflicts_with_all = ["shape", "kind", "a", "b", "c", "d", "scale_vec", "stype", "op", "sparse"])]
     pub variant: Option<String>,
     /// Shape, e.g. m16n8k32.
     #[arg(long)]
@@ -41,6 +41,9 @@ pub struct VariantArgs {
     /// Only .satfinite integer variants (or, with =false, only those without).
     #[arg(long)]
     pub satfinite: Option<bool>,
+    /// Only sparse `mma.sp` variants (or, with =false, only dense ones).
+    #[arg(long, num_args = 0..=1, default_missing_value = "true")]
+    pub sparse: Option<bool>,
     /// Every variant in the catalog (with qualifiers: every variant they match, which is what
     /// qualifiers select anyway).
     #[arg(long)]
@@ -71,6 +74,7 @@ impl VariantArgs {
                 .is_none_or(|x| v.scale.is_some_and(|s| s.stype == x))
             && self.op.is_none_or(|o| v.bitop == Some(o))
             && self.satfinite.is_none_or(|s| s == v.satfinite)
+            && self.sparse.is_none_or(|s| s == v.sparse.is_some())
     }
 
     pub fn any_qualifier(&self) -> bool {
@@ -84,6 +88,7 @@ impl VariantArgs {
             || self.stype.is_some()
             || self.op.is_some()
             || self.satfinite.is_some()
+            || self.sparse.is_some()
     }
 
     /// The variants asked for: the one `--variant` names, every variant the qualifiers match,
@@ -91,9 +96,18 @@ impl VariantArgs {
     /// named that they do not run is an error with the reason; in a selection such variants
     /// are left out with a note on stderr, and a selection of nothing else is an error.
     pub fn select(&self) -> Result<Vec<Variant>> {
+        self.select_by(Variant::not_probed)
+    }
+
+    /// [`Self::select`] for `fragment`, which also measures the sparse forms.
+    pub fn select_lane_mapped(&self) -> Result<Vec<Variant>> {
+        self.select_by(Variant::not_lane_mapped)
+    }
+
+    fn select_by(&self, why_not: fn(&Variant) -> Option<&'static str>) -> Result<Vec<Variant>> {
         if let Some(id) = &self.variant {
             return match crate::isa::find(id) {
-                Some(v) => match v.not_probed() {
+                Some(v) => match why_not(&v) {
                     None => Ok(vec![v]),
                     Some(why) => bail!(
                         "{} is catalogued (ptxas assembles it) but not probed: {why}",
@@ -118,9 +132,9 @@ impl VariantArgs {
             bail!("no catalog variant matches; `fp4probe catalog` lists them");
         }
         let (probed, skipped): (Vec<Variant>, Vec<Variant>) =
-            found.into_iter().partition(|v| v.not_probed().is_none());
+            found.into_iter().partition(|v| why_not(v).is_none());
         if !skipped.is_empty() {
-            let note = not_probed_note(&skipped);
+            let note = not_probed_note(&skipped, why_not);
             if probed.is_empty() {
                 bail!("no selected variant is probed: {note}");
             }
@@ -164,6 +178,7 @@ impl VariantArgs {
             col(&|v| v.scale.map(|s| s.stype.to_string()).unwrap_or("-".into())),
         );
         add("--satfinite", col(&|v| v.satfinite.to_string()));
+        add("--sparse", col(&|v| v.sparse.is_some().to_string()));
         add(
             "--op",
             col(&|v| match v.bitop {
@@ -178,10 +193,10 @@ impl VariantArgs {
 
 /// `N catalogued variants the probes do not run (`fp4probe catalog` lists them):` and one line
 /// per reason with its count.
-fn not_probed_note(skipped: &[Variant]) -> String {
+fn not_probed_note(skipped: &[Variant], why_not: fn(&Variant) -> Option<&'static str>) -> String {
     let mut why: std::collections::BTreeMap<&str, usize> = Default::default();
     for v in skipped {
-        *why.entry(v.not_probed().unwrap_or_default()).or_default() += 1;
+        *why.entry(why_not(v).unwrap_or_default()).or_default() += 1;
     }
     let mut s = format!(
         "{} variants that are catalogued (ptxas assembles them) but not probed:",
@@ -235,6 +250,15 @@ impl FamilyArgs {
             bail!("--filter selects wgmma variants: add --family wgmma");
         }
         select.select()
+    }
+
+    /// [`Self::mma_variants`] with the sparse forms too (`sass`, whose probe kernel is
+    /// `fragment`'s).
+    pub fn lane_mapped_variants(&self, select: &VariantArgs) -> Result<Vec<Variant>> {
+        if self.filter.is_some() {
+            bail!("--filter selects wgmma variants: add --family wgmma");
+        }
+        select.select_lane_mapped()
     }
 
     /// The dense wgmma variants `--variant`, `--filter` and `--all` name; the mma.sync

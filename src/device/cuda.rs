@@ -9,7 +9,7 @@
 
 use super::{Backend, BackendKind, Batch, DWords, DeviceInfo};
 use crate::isa::{Operand, ScaleSelectors, Variant};
-use crate::probe::ptx::{FRAGMENT_ENTRY, fragment_kernel};
+use crate::probe::ptx::{FRAGMENT_ENTRY, sparse_fragment_kernel};
 use anyhow::{Context, Result, anyhow, bail};
 use cudarc::driver::CudaContext;
 use cudarc::driver::result::{self, DriverError};
@@ -199,7 +199,8 @@ struct FragmentKernel {
 // the context, which every launch does.
 unsafe impl Send for FragmentKernel {}
 
-type KernelKey = (String, [u32; 4]);
+/// Variant id, scale selectors and sparsity selector.
+type KernelKey = (String, [u32; 4], u32);
 
 pub struct CudaBackend {
     // Dropped before `ctx` (fields drop in declaration order); PtxModule binds the context
@@ -331,15 +332,26 @@ impl CudaBackend {
         })
     }
 
-    /// The fragment kernel for (v, selectors), loaded on first use. Selectors are ignored (and
-    /// not part of the cache key) for variants without block scaling.
-    fn fragment_function(&self, v: &Variant, sel: ScaleSelectors) -> Result<sys::CUfunction> {
+    /// The fragment kernel for (v, selectors, sparsity selector), loaded on first use. Scale
+    /// selectors are ignored (and not part of the cache key) for variants without block
+    /// scaling, the sparsity selector for dense ones.
+    fn fragment_function(
+        &self,
+        v: &Variant,
+        sel: ScaleSelectors,
+        sparsity: u32,
+    ) -> Result<sys::CUfunction> {
         let sel = if v.scale.is_some() {
             sel
         } else {
             ScaleSelectors::default()
         };
-        let key = (v.id(), [sel.byte_a, sel.thread_a, sel.byte_b, sel.thread_b]);
+        let sparsity = if v.sparse.is_some() { sparsity } else { 0 };
+        let key = (
+            v.id(),
+            [sel.byte_a, sel.thread_a, sel.byte_b, sel.thread_b],
+            sparsity,
+        );
         if let Some(k) = self
             .kernels
             .lock()
@@ -348,7 +360,7 @@ impl CudaBackend {
         {
             return Ok(k.function);
         }
-        let ptx = fragment_kernel(v, v.min_target, sel);
+        let ptx = sparse_fragment_kernel(v, v.min_target, sel, sparsity);
         let module = self.load_ptx_module(&ptx).with_context(|| {
             format!(
                 "loading the fragment kernel of {} for {}",
@@ -375,18 +387,19 @@ impl CudaBackend {
         &self,
         f: sys::CUfunction,
         n: usize,
-        inputs: [&[u32]; 5],
+        inputs: &[&[u32]],
         d_words: usize,
     ) -> Result<Vec<u32>> {
-        // SAFETY: the fragment kernel takes the five input pointers and D as .u64 parameters;
+        // SAFETY: the fragment kernel takes the input pointers (five, six with the metadata of
+        // mma.sp) and D as .u64 parameters;
         // every buffer is sized for `n` experiments of 32 lanes, which is exactly what grid
         // (n,1,1) × block (32,1,1) reads and writes. n <= MAX_CHUNK_EXPERIMENTS < 2^31 - 1.
         unsafe {
             launch_warps(
                 f,
                 n,
-                &inputs,
-                &["A", "B", "C", "scale_a", "scale_b"],
+                inputs,
+                &["A", "B", "C", "scale_a", "scale_b", "meta"],
                 d_words,
                 "D",
             )
@@ -561,6 +574,7 @@ impl Backend for CudaBackend {
             wpl(Operand::D),
         );
         let ws = if v.scale.is_some() { 32 } else { 0 };
+        let wm = if v.sparse.is_some() { 32 } else { 0 };
         let n = batch.experiments;
         for (name, len, per) in [
             ("A", batch.a.len(), wa),
@@ -568,6 +582,7 @@ impl Backend for CudaBackend {
             ("C", batch.c.len(), wc),
             ("scale_a", batch.scale_a.len(), ws),
             ("scale_b", batch.scale_b.len(), ws),
+            ("meta", batch.meta.len(), wm),
         ] {
             if len != n * per {
                 bail!(
@@ -580,21 +595,25 @@ impl Backend for CudaBackend {
         if n == 0 {
             return Ok(Vec::new());
         }
-        let f = self.fragment_function(v, selectors)?;
+        batch.check_sparsity_selector(v)?;
+        let f = self.fragment_function(v, selectors, batch.sparsity_selector)?;
         drv(self.ctx.bind_to_thread(), "binding the CUDA context")?;
         let mut out = Vec::with_capacity(n * wd);
         let mut start = 0;
         while start < n {
             let m = (n - start).min(MAX_CHUNK_EXPERIMENTS);
             let range = |per: usize| start * per..(start + m) * per;
-            let inputs = [
+            let mut inputs = vec![
                 &batch.a[range(wa)],
                 &batch.b[range(wb)],
                 &batch.c[range(wc)],
                 &batch.scale_a[range(ws)],
                 &batch.scale_b[range(ws)],
             ];
-            let d = self.run_chunk(f, m, inputs, m * wd).with_context(|| {
+            if v.sparse.is_some() {
+                inputs.push(&batch.meta[range(wm)]);
+            }
+            let d = self.run_chunk(f, m, &inputs, m * wd).with_context(|| {
                 format!("running {} (experiments {start}..{})", v.id(), start + m)
             })?;
             out.extend_from_slice(&d);

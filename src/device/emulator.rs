@@ -10,12 +10,18 @@
 //! - block scales follow the PTX ISA's description: the scale of A row r comes from lane
 //!   4·(r mod 8) + 2·thread-id-a + r div 8, that of B column c from lane 4·c + thread-id-b; the
 //!   byte is byte-id (1X) or byte-id + k-block (2X, 4X). This is the documented model, not a
-//!   measurement: the scale probe measures it on hardware that has the instruction.
+//!   measurement: the scale probe measures it on hardware that has the instruction;
+//! - `mma.sp` reads each lane's metadata word through the documented metadata model
+//!   (`layout::meta`), places the compressed A's elements in the dense A by it and computes the
+//!   dense product as above; a metadata nibble the PTX ISA calls invalid is an error. Block
+//!   scales of the sparse sm_120a forms cover K/vec consecutive k of the dense product.
 
 use super::{Backend, BackendKind, Batch, DWords, DeviceInfo};
 use crate::gemm;
+use crate::isa::sparse::SparseGeom;
 use crate::isa::{Operand, ScaleSelectors, Variant};
 use crate::layout::documented::documented;
+use crate::layout::meta::{MetaField, densify, documented_meta, read_nibbles};
 use crate::layout::{Layout, SlotSpace};
 use anyhow::{Result, bail};
 use std::collections::HashMap;
@@ -24,6 +30,8 @@ pub struct Emulator {
     info: DeviceInfo,
     /// Layouts that replace the documented one for a variant id (tests feed permuted layouts).
     overrides: HashMap<String, Layout>,
+    /// Metadata maps that replace the documented ones, by variant id and sparsity selector.
+    meta_overrides: HashMap<(String, u32), Vec<MetaField>>,
 }
 
 impl Default for Emulator {
@@ -42,7 +50,22 @@ impl Emulator {
                 driver: None,
             },
             overrides: HashMap::new(),
+            meta_overrides: HashMap::new(),
         }
+    }
+
+    /// Emulate sparse `v` under `selector` with the metadata map `fields`.
+    pub fn with_meta(mut self, v: &Variant, selector: u32, fields: Vec<MetaField>) -> Self {
+        self.info.name = "fp4probe emulator (custom layout)".into();
+        self.meta_overrides.insert((v.id(), selector), fields);
+        self
+    }
+
+    fn meta(&self, v: &Variant, selector: u32) -> Vec<MetaField> {
+        self.meta_overrides
+            .get(&(v.id(), selector))
+            .cloned()
+            .unwrap_or_else(|| documented_meta(v, selector))
     }
 
     /// Emulate `v` with `layout` instead of the documented one.
@@ -117,8 +140,8 @@ impl Backend for Emulator {
     }
 
     fn check_supported(&self, v: &Variant) -> Result<()> {
-        // The documented layouts it runs cover the probed variants only.
-        match v.not_probed() {
+        // The documented layouts it runs cover the lane-mapped variants only.
+        match v.not_lane_mapped() {
             Some(why) => bail!("{} is not probed: {why}", v.id()),
             None => Ok(()),
         }
@@ -139,9 +162,45 @@ impl Backend for Emulator {
             words(Operand::C),
             words(Operand::D),
         );
+        batch.check_sparsity_selector(v)?;
+        if let Some(g) = SparseGeom::of(v) {
+            let named = g.documented_selectors(v.shape.m);
+            let overridden = self
+                .meta_overrides
+                .contains_key(&(v.id(), batch.sparsity_selector));
+            if batch.sparsity_selector >= named && !overridden {
+                bail!(
+                    "{}: ptxas takes sparsity selector {}, but the PTX ISA names only 0..{named}; \
+                     the emulator has no model for it",
+                    v.id(),
+                    batch.sparsity_selector
+                );
+            }
+        }
+        let sparse = SparseGeom::of(v).map(|g| (g, self.meta(v, batch.sparsity_selector)));
+        // The dense product a sparse variant computes once its A is placed.
+        let dense = Variant {
+            sparse: None,
+            ..v.clone()
+        };
         let mut out = vec![0u32; batch.experiments * wd];
         for e in 0..batch.experiments {
-            let a = gather(v, Operand::A, &layout.a, &batch.a[e * wa..(e + 1) * wa]);
+            let mut a = gather(v, Operand::A, &layout.a, &batch.a[e * wa..(e + 1) * wa]);
+            if let Some((g, fields)) = &sparse {
+                let nibbles = read_nibbles(v, fields, &batch.meta[e * 32..(e + 1) * 32]);
+                let valid = g.valid_nibbles();
+                if let Some(i) = nibbles.iter().position(|x| !valid.contains(x)) {
+                    bail!(
+                        "{} experiment {e}: metadata of row {} chunk {} is {:#06b}, which the \
+                         PTX ISA leaves undefined",
+                        v.id(),
+                        i as u32 / g.chunks,
+                        i as u32 % g.chunks,
+                        nibbles[i]
+                    );
+                }
+                a = densify(v, &a, &nibbles);
+            }
             let b = gather(v, Operand::B, &layout.b, &batch.b[e * wb..(e + 1) * wb]);
             let c = gather(v, Operand::C, &layout.c, &batch.c[e * wc..(e + 1) * wc]);
             let (scale_a, scale_b) = match v.scale {
@@ -155,7 +214,7 @@ impl Backend for Emulator {
                 None => (vec![], vec![]),
             };
             let d = gemm::mma(
-                v,
+                &dense,
                 &gemm::Operands {
                     a: &a,
                     b: &b,

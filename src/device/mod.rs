@@ -42,8 +42,8 @@ impl DeviceInfo {
 }
 
 /// A batch of experiments. Each experiment is one warp: for every lane, the words of its A, B
-/// and C registers (f64 registers as two words, low first) and one scale word per scale operand.
-/// Layout of each buffer: `[experiment][lane][word]`.
+/// and C registers (f64 registers as two words, low first), one scale word per scale operand and,
+/// for `mma.sp`, one metadata word. Layout of each buffer: `[experiment][lane][word]`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Batch {
     pub experiments: usize,
@@ -52,6 +52,11 @@ pub struct Batch {
     pub c: Vec<u32>,
     pub scale_a: Vec<u32>,
     pub scale_b: Vec<u32>,
+    /// `mma.sp`: each lane's metadata register (empty for dense variants).
+    pub meta: Vec<u32>,
+    /// `mma.sp`: the sparsity selector the kernel is built with (an immediate of the
+    /// instruction, so one value for the whole batch).
+    pub sparsity_selector: u32,
 }
 
 impl Batch {
@@ -63,6 +68,13 @@ impl Batch {
             .map(|s| s.stype.one() as u32 * 0x0101_0101)
             .unwrap_or(0);
         let scale_words = if v.scale.is_some() { n * 32 } else { 0 };
+        // Zero metadata is invalid (the PTX ISA calls it undefined); every lane starts with
+        // positions 0 and 1 of each chunk kept, valid for every sparse type.
+        let meta = if v.sparse.is_some() {
+            vec![crate::isa::sparse::splat(crate::isa::sparse::LO); n * 32]
+        } else {
+            Vec::new()
+        };
         Batch {
             experiments: n,
             a: vec![0; words(Operand::A)],
@@ -70,7 +82,22 @@ impl Batch {
             c: vec![0; words(Operand::C)],
             scale_a: vec![one; scale_words],
             scale_b: vec![one; scale_words],
+            meta,
+            sparsity_selector: 0,
         }
+    }
+
+    /// An `mma.sp` batch's sparsity selector is one ptxas takes for `v`.
+    pub fn check_sparsity_selector(&self, v: &Variant) -> Result<()> {
+        if v.sparse.is_some() && self.sparsity_selector >= v.sparsity_selectors() {
+            anyhow::bail!(
+                "{}: sparsity selector {} is out of range (ptxas takes 0..{})",
+                v.id(),
+                self.sparsity_selector,
+                v.sparsity_selectors()
+            );
+        }
+        Ok(())
     }
 
     /// The words of one lane of one experiment for an operand (`A`, `B` or `C`).

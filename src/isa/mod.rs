@@ -15,6 +15,7 @@ mod catalog;
 pub mod matrix;
 pub mod module;
 mod rejected;
+pub mod sparse;
 mod target;
 
 pub use catalog::{catalog, probed};
@@ -356,16 +357,20 @@ impl Variant {
         }
     }
 
-    /// Why the lane-map probes do not run this variant, or `None` when they do. The probes,
-    /// the emulator, codegen and bench share one model of an instruction's operands; what it
-    /// cannot express is catalogued (ptxas assembles it) and skipped by them, saying this.
+    /// Why the probes other than `fragment` (numerics, container, scale, bench, codegen) do not
+    /// run this variant, or `None` when they do: they share one model of an instruction's
+    /// operands, which has no metadata operand, so the sparse forms are `fragment`'s alone.
     pub fn not_probed(&self) -> Option<&'static str> {
         if self.sparse.is_some() {
-            return Some(
-                "the lane-map probes, the emulator and codegen do not model the metadata \
-                 operand of mma.sp",
-            );
+            return Some(SPARSE_NOTE);
         }
+        self.not_lane_mapped()
+    }
+
+    /// Why `fragment` (the lane-map probe, its emulator and reports) does not run this variant,
+    /// or `None` when it does: every `mma.sync` variant but the m8n8 shapes beside f64, and
+    /// every `mma.sp` variant (with its metadata map).
+    pub fn not_lane_mapped(&self) -> Option<&'static str> {
         if self.layout_choice() {
             return Some(
                 "m8n8k4 with f16 computes four 8x8x4 products per warp, one per quad pair, \
@@ -496,6 +501,10 @@ impl Variant {
         s + ";"
     }
 }
+
+/// What the sparse forms are left out of, and why.
+pub const SPARSE_NOTE: &str = "mma.sp: `fp4probe fragment` measures its lane and metadata maps; \
+numerics, container, scale, bench and codegen do not model the metadata operand";
 
 /// Register names to splice into the instruction text.
 #[derive(Clone, Debug, Default)]

@@ -77,6 +77,9 @@ pub struct LaneMap {
     /// Kept when the probe failed, so the observations can be inspected.
     pub raw: Option<RawObservations>,
     pub timing: Timing,
+    /// `mma.sp`: the metadata map of every sparsity selector.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<super::meta::MetaRecord>,
 }
 
 impl LaneMap {
@@ -151,7 +154,21 @@ impl LaneMap {
             failure,
             raw,
             timing,
+            metadata: None,
         }
+    }
+
+    /// Attach a sparse variant's metadata maps; a selector the PTX ISA names that failed
+    /// fails the map (the others ptxas takes are recorded as they came out).
+    pub fn with_metadata(mut self, record: super::meta::MetaRecord) -> Self {
+        if record.selectors.iter().any(|s| s.documented && !s.passed()) {
+            self.status = Status::Failed;
+            if self.failure.is_none() {
+                self.failure = Some("a metadata map failed (see metadata.selectors)".into());
+            }
+        }
+        self.metadata = Some(record);
+        self
     }
 
     /// Read a map file; a malformed file is reported with its path, line and column, and a map
@@ -176,6 +193,10 @@ impl LaneMap {
         }
         map.layout()
             .with_context(|| format!("{}: invalid lane map", path.display()))?;
+        if let Some(meta) = &map.metadata {
+            meta.check(&map.variant()?)
+                .with_context(|| format!("{}: invalid metadata map", path.display()))?;
+        }
         Ok(map)
     }
 
@@ -244,7 +265,8 @@ impl LaneMap {
         crate::jsonfmt::to_compact_json(self)
     }
 
-    /// One row per slot: `operand,lane,reg,elem,row,col`.
+    /// One row per slot: `operand,lane,reg,elem,row,col`; for `mma.sp` one row per metadata
+    /// field after them: `E,lane,selector,bit,row,chunk·fields_per_chunk + index`.
     pub fn to_csv(&self) -> Result<String> {
         let mut w = csv::Writer::from_writer(Vec::new());
         w.write_record(CSV_HEADER.split(','))?;
@@ -253,6 +275,17 @@ impl LaneMap {
                 let mut rec = vec![om.operand.name().to_string()];
                 rec.extend(s.iter().map(|x| x.to_string()));
                 w.write_record(&rec)?;
+            }
+        }
+        if let Some(meta) = &self.metadata {
+            let per = 4 / meta.field_bits;
+            for sel in &meta.selectors {
+                for &[lane, bit, row, chunk, index] in &sel.fields {
+                    let rec = [lane, sel.selector, bit, row, chunk * per + index];
+                    let mut out = vec!["E".to_string()];
+                    out.extend(rec.iter().map(|x| x.to_string()));
+                    w.write_record(&out)?;
+                }
             }
         }
         Ok(String::from_utf8(w.into_inner()?)?)

@@ -10,6 +10,7 @@ pub mod diff;
 pub mod documented;
 pub mod fit;
 pub mod lanemap;
+pub mod meta;
 
 pub use lanemap::LaneMap;
 

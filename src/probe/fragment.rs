@@ -68,6 +68,32 @@ pub struct FragmentOutcome {
     pub wall_s: f64,
 }
 
+impl FragmentOutcome {
+    /// No layout, for `why`, with the observations so far.
+    pub(crate) fn failed(
+        why: String,
+        raw: RawObservations,
+        experiments: usize,
+        launches: usize,
+        start: Instant,
+    ) -> Self {
+        FragmentOutcome {
+            layout: Err(why),
+            structure: None,
+            validation: None,
+            raw,
+            experiments,
+            launches,
+            wall_s: start.elapsed().as_secs_f64(),
+        }
+    }
+}
+
+/// Slots of A, B, C and D.
+pub(crate) fn slot_counts(v: &Variant) -> [usize; 4] {
+    Operand::ALL.map(|op| SlotSpace::of(&v.fragment(op)).len())
+}
+
 /// Decoded D of every experiment: `[experiment][d slot]` as raw value bits.
 pub(crate) fn d_bits(v: &Variant, words: &[u32], experiments: usize) -> Vec<Vec<u64>> {
     let fd = v.fragment(Operand::D);
@@ -86,7 +112,7 @@ pub(crate) fn d_bits(v: &Variant, words: &[u32], experiments: usize) -> Vec<Vec<
         .collect()
 }
 
-fn changed(x: &[u64], base: &[u64]) -> Vec<usize> {
+pub(crate) fn changed(x: &[u64], base: &[u64]) -> Vec<usize> {
     (0..x.len()).filter(|&i| x[i] != base[i]).collect()
 }
 
@@ -109,6 +135,44 @@ pub(crate) fn set_slot(
     );
 }
 
+/// One experiment per slot of `op` after the baseline experiment `base`: experiment
+/// `base + 1 + s` has slot `s` set to one (on top of whatever the batch holds there).
+pub(crate) fn set_one_hot(v: &Variant, batch: &mut Batch, op: Operand, base: usize) {
+    let one = v.fragment(op).elem.one();
+    for s in 0..SlotSpace::of(&v.fragment(op)).len() {
+        set_slot(v, batch, op, base + 1 + s, s, one);
+    }
+}
+
+/// For each of the `count` experiments after baseline `base`, the D slots that changed.
+pub(crate) fn lit_after(d: &[Vec<u64>], base: usize, count: usize) -> Vec<Vec<usize>> {
+    (0..count)
+        .map(|s| changed(&d[base + 1 + s], &d[base]))
+        .collect()
+}
+
+/// Place row-major `mat` (of `cols` columns) into operand `op` of experiment `exp` through
+/// `map`; every value must be exact in the operand's type.
+pub(crate) fn place(
+    v: &Variant,
+    batch: &mut Batch,
+    exp: usize,
+    op: Operand,
+    map: &[Coord],
+    mat: &[f64],
+    cols: usize,
+) -> Result<()> {
+    let elem = v.fragment(op).elem;
+    for (i, coord) in map.iter().enumerate() {
+        let x = mat[coord.row as usize * cols + coord.col as usize];
+        let bits = elem
+            .encode_exact(x)
+            .with_context(|| format!("{x} is not exact in {elem}"))?;
+        set_slot(v, batch, op, exp, i, bits);
+    }
+    Ok(())
+}
+
 pub(crate) fn fill(v: &Variant, batch: &mut Batch, op: Operand, exp: usize, bits: u64) {
     for i in 0..SlotSpace::of(&v.fragment(op)).len() {
         set_slot(v, batch, op, exp, i, bits);
@@ -120,13 +184,7 @@ pub fn probe(backend: &dyn Backend, v: &Variant, seed: u64) -> Result<FragmentOu
     let start = Instant::now();
     let sel = ScaleSelectors::default();
     let (m, n, k) = (v.shape.m as usize, v.shape.n as usize, v.shape.k as usize);
-    let sizes = |op: Operand| SlotSpace::of(&v.fragment(op)).len();
-    let (na, nb, nc, nd) = (
-        sizes(Operand::A),
-        sizes(Operand::B),
-        sizes(Operand::C),
-        sizes(Operand::D),
-    );
+    let [na, nb, nc, nd] = slot_counts(v);
     let ones = Operand::ALL.map(|op| v.fragment(op).elem.one());
     let one = |op: Operand| ones[op as usize];
 
@@ -140,51 +198,18 @@ pub fn probe(backend: &dyn Backend, v: &Variant, seed: u64) -> Result<FragmentOu
     for e in base_b..base_c {
         fill(v, &mut batch, Operand::A, e, one(Operand::A));
     }
-    for s in 0..na {
-        set_slot(
-            v,
-            &mut batch,
-            Operand::A,
-            base_a + 1 + s,
-            s,
-            one(Operand::A),
-        );
-    }
-    for t in 0..nb {
-        set_slot(
-            v,
-            &mut batch,
-            Operand::B,
-            base_b + 1 + t,
-            t,
-            one(Operand::B),
-        );
-    }
-    for u in 0..nc {
-        set_slot(
-            v,
-            &mut batch,
-            Operand::C,
-            base_c + 1 + u,
-            u,
-            one(Operand::C),
-        );
-    }
+    set_one_hot(v, &mut batch, Operand::A, base_a);
+    set_one_hot(v, &mut batch, Operand::B, base_b);
+    set_one_hot(v, &mut batch, Operand::C, base_c);
     let d = d_bits(
         v,
         &backend.run(v, sel, &batch).context("one-hot launch")?,
         total,
     );
     let mut raw = RawObservations {
-        a_lit: (0..na)
-            .map(|s| changed(&d[base_a + 1 + s], &d[base_a]))
-            .collect(),
-        b_lit: (0..nb)
-            .map(|t| changed(&d[base_b + 1 + t], &d[base_b]))
-            .collect(),
-        c_lit: (0..nc)
-            .map(|u| changed(&d[base_c + 1 + u], &d[base_c]))
-            .collect(),
+        a_lit: lit_after(&d, base_a, na),
+        b_lit: lit_after(&d, base_b, nb),
+        c_lit: lit_after(&d, base_c, nc),
         pairing: Vec::new(),
     };
     let mut experiments = total;
@@ -194,80 +219,23 @@ pub fn probe(backend: &dyn Backend, v: &Variant, seed: u64) -> Result<FragmentOu
         b: raw.b_lit.clone(),
         c: raw.c_lit.clone(),
     };
-    let fail = |why: String, raw: RawObservations, experiments, launches| FragmentOutcome {
-        layout: Err(why),
-        structure: None,
-        validation: None,
-        raw,
-        experiments,
-        launches,
-        wall_s: start.elapsed().as_secs_f64(),
+    let fail = |why: String, raw: RawObservations, experiments, launches| {
+        FragmentOutcome::failed(why, raw, experiments, launches, start)
     };
     let rc = match infer::rows_and_cols(&obs, m, n, k, nd) {
         Ok(rc) => rc,
         Err(e) => return Ok(fail(format!("{e:#}"), raw, experiments, launches)),
     };
 
-    // Phase 2: pairing. Experiment index = (i * bits + bit) * 2 + {0: baseline, 1: probe}.
-    let plan = PairingPlan::new(&rc, m, n, k);
-    let count = k * plan.bits * 2;
-    let mut batch = Batch::zeroed(v, count);
-    for bit in 0..plan.bits {
-        let mask = plan.b_mask(bit);
-        for i in 0..k {
-            for pair in 0..2 {
-                let e = (i * plan.bits + bit) * 2 + pair;
-                for (t, &on) in mask.iter().enumerate() {
-                    if on {
-                        set_slot(v, &mut batch, Operand::B, e, t, one(Operand::B));
-                    }
-                }
-                if pair == 1 {
-                    for row in &plan.a_by_row {
-                        set_slot(v, &mut batch, Operand::A, e, row[i], one(Operand::A));
-                    }
-                }
-            }
-        }
-    }
-    let words = backend.run(v, sel, &batch).context("pairing launch")?;
-    experiments += count;
+    // Phase 2: pairing.
+    let all_b: Vec<usize> = (0..nb).collect();
+    let pairing = pair(backend, v, &rc, k, &all_b, &|_| {})?;
+    experiments += pairing.experiments;
     launches += 1;
-    let fd = v.fragment(Operand::D);
-    let values = d_bits(v, &words, count);
-    // A match adds a·b = 1 to D (AND, products); under XOR it removes one set bit.
-    let match_sign = if v.bitop == Some(BitOp::Xor) {
-        -1.0
-    } else {
-        1.0
-    };
-    let met: Vec<Vec<Vec<bool>>> = (0..k)
-        .map(|i| {
-            (0..plan.bits)
-                .map(|bit| {
-                    let e = (i * plan.bits + bit) * 2;
-                    (0..nd)
-                        .map(|dslot| {
-                            let delta = fd.elem.decode(values[e + 1][dslot])
-                                - fd.elem.decode(values[e][dslot]);
-                            delta * match_sign > 0.0
-                        })
-                        .collect()
-                })
-                .collect()
-        })
-        .collect();
-    raw.pairing = met
-        .iter()
-        .map(|bits| {
-            bits.iter()
-                .map(|ds| (0..nd).filter(|&d| ds[d]).collect())
-                .collect()
-        })
-        .collect();
-    let (a_k, b_k) = match infer::k_classes(&rc, &plan, &met, k) {
+    raw.pairing = pairing.met;
+    let (a_k, b_k) = match pairing.classes {
         Ok(x) => x,
-        Err(e) => return Ok(fail(format!("{e:#}"), raw, experiments, launches)),
+        Err(e) => return Ok(fail(e, raw, experiments, launches)),
     };
     let structure = infer::structure(rc, a_k, b_k, m, n, k);
     let a_space = SlotSpace::of(&v.fragment(Operand::A));
@@ -291,6 +259,95 @@ pub fn probe(backend: &dyn Backend, v: &Variant, seed: u64) -> Result<FragmentOu
     })
 }
 
+/// What the pairing phase of one product found.
+pub(crate) struct Pairing {
+    /// `met[i][bit]` = D slots that reported a match (kept as raw observations).
+    pub met: Vec<Vec<Vec<usize>>>,
+    /// The k class of every A slot and of every B slot of `b_slots`, or why there is none.
+    pub classes: std::result::Result<(Vec<usize>, Vec<usize>), String>,
+    pub experiments: usize,
+}
+
+/// Phase 2 of one product of depth `k`: which B slot meets which A slot on a common k. For
+/// experiment (i, bit), A slot i of every row is set together with the B slots of `b_slots`
+/// (indexed as `rc.b_col` is) whose in-column index has that bit set, against a baseline with
+/// A = 0. `prepare` sets up what else every experiment of the batch needs (the metadata of
+/// `mma.sp`). Experiment index = (i * bits + bit) * 2 + {0: baseline, 1: probe}.
+pub(crate) fn pair(
+    backend: &dyn Backend,
+    v: &Variant,
+    rc: &infer::RowsCols,
+    k: usize,
+    b_slots: &[usize],
+    prepare: &dyn Fn(&mut Batch),
+) -> Result<Pairing> {
+    let (m, n) = (v.shape.m as usize, v.shape.n as usize);
+    let one_a = v.fragment(Operand::A).elem.one();
+    let one_b = v.fragment(Operand::B).elem.one();
+    let plan = PairingPlan::new(rc, m, n, k);
+    let count = k * plan.bits * 2;
+    let mut batch = Batch::zeroed(v, count);
+    prepare(&mut batch);
+    for bit in 0..plan.bits {
+        let mask = plan.b_mask(bit);
+        for i in 0..k {
+            for pair in 0..2 {
+                let e = (i * plan.bits + bit) * 2 + pair;
+                for (t, &on) in mask.iter().enumerate() {
+                    if on {
+                        set_slot(v, &mut batch, Operand::B, e, b_slots[t], one_b);
+                    }
+                }
+                if pair == 1 {
+                    for row in &plan.a_by_row {
+                        set_slot(v, &mut batch, Operand::A, e, row[i], one_a);
+                    }
+                }
+            }
+        }
+    }
+    let words = backend
+        .run(v, ScaleSelectors::default(), &batch)
+        .context("pairing launch")?;
+    let fd = v.fragment(Operand::D);
+    let nd = SlotSpace::of(&fd).len();
+    let values = d_bits(v, &words, count);
+    // A match adds a·b = 1 to D (AND, products); under XOR it removes one set bit.
+    let match_sign = if v.bitop == Some(BitOp::Xor) {
+        -1.0
+    } else {
+        1.0
+    };
+    let met: Vec<Vec<Vec<bool>>> = (0..k)
+        .map(|i| {
+            (0..plan.bits)
+                .map(|bit| {
+                    let e = (i * plan.bits + bit) * 2;
+                    (0..nd)
+                        .map(|dslot| {
+                            let delta = fd.elem.decode(values[e + 1][dslot])
+                                - fd.elem.decode(values[e][dslot]);
+                            delta * match_sign > 0.0
+                        })
+                        .collect()
+                })
+                .collect()
+        })
+        .collect();
+    Ok(Pairing {
+        met: met
+            .iter()
+            .map(|bits| {
+                bits.iter()
+                    .map(|ds| (0..nd).filter(|&d| ds[d]).collect())
+                    .collect()
+            })
+            .collect(),
+        classes: infer::k_classes(rc, &plan, &met, k).map_err(|e| format!("{e:#}")),
+        experiments: count,
+    })
+}
+
 /// A small deterministic generator (splitmix64): validation inputs are reproducible from the
 /// seed recorded in the map.
 pub struct SplitMix(pub u64);
@@ -310,7 +367,7 @@ impl SplitMix {
 
 /// Values used for the random test: exact in the operand type, and small enough that every
 /// partial sum is exact in the D type (f16 accumulators get {-1, 0, 1}).
-fn palette(v: &Variant, op: Operand) -> Vec<f64> {
+pub(crate) fn palette(v: &Variant, op: Operand) -> Vec<f64> {
     let t = v.fragment(op).elem;
     if v.d == crate::formats::ElemType::F16 {
         return vec![-1.0, 0.0, 1.0];
@@ -347,31 +404,38 @@ pub fn validate(
     let mut batch = Batch::zeroed(v, cases.len());
     for (e, (a, b, c)) in cases.iter().enumerate() {
         for (op, mat, cols) in [(Operand::A, a, k), (Operand::B, b, n), (Operand::C, c, n)] {
-            let elem = v.fragment(op).elem;
-            for (i, coord) in layout.operand(op).iter().enumerate() {
-                let x = mat[coord.row as usize * cols + coord.col as usize];
-                let bits = elem
-                    .encode_exact(x)
-                    .with_context(|| format!("{x} is not exact in {elem}"))?;
-                set_slot(v, &mut batch, op, e, i, bits);
-            }
+            place(v, &mut batch, e, op, layout.operand(op), mat, cols)?;
         }
     }
     let words = backend
         .run(v, ScaleSelectors::default(), &batch)
         .context("validation launch")?;
     let got = d_bits(v, &words, cases.len());
+    let dense: Vec<[&[f64]; 3]> = cases.iter().map(|(a, b, c)| [&a[..], b, c]).collect();
+    Ok(check_pair(v, v, &layout.d, &got, &dense, seed))
+}
+
+/// The identity and random checks of a validation launch: D of each of the two cases (`got`,
+/// by D slot) against the CPU GEMM of `product` (the dense product `v` computes) on that case's
+/// dense A, B and C, with unit block scales.
+pub(crate) fn check_pair(
+    v: &Variant,
+    product: &Variant,
+    d_map: &[Coord],
+    got: &[Vec<u64>],
+    cases: &[[&[f64]; 3]],
+    seed: u64,
+) -> Validation {
+    let (m, n) = (v.shape.m as usize, v.shape.n as usize);
     let fd = v.fragment(Operand::D);
-    let ones = |len: usize| vec![1.0; len];
     let blocks = v.scale.map(|s| s.vec as usize).unwrap_or(0);
+    let (sa, sb) = (vec![1.0; m * blocks], vec![1.0; blocks * n]);
     let checks: Vec<Check> = cases
         .iter()
         .enumerate()
-        .map(|(e, (a, b, c))| {
-            let sa = ones(m * blocks);
-            let sb = ones(blocks * n);
+        .map(|(e, [a, b, c])| {
             let want = gemm::mma(
-                v,
+                product,
                 &gemm::Operands {
                     a,
                     b,
@@ -380,18 +444,18 @@ pub fn validate(
                     scale_b: &sb,
                 },
             );
-            compare(v, &layout.d, &got[e], &want, fd.elem)
+            compare(v, d_map, &got[e], &want, fd.elem)
         })
         .collect();
     let [identity, random]: [Check; 2] = checks.try_into().expect("two cases");
-    Ok(Validation {
+    Validation {
         identity,
         random,
         seed,
-    })
+    }
 }
 
-fn compare(
+pub(crate) fn compare(
     v: &Variant,
     d_map: &[Coord],
     got: &[u64],

@@ -64,6 +64,7 @@ pub struct OneHot {
 }
 
 /// What phase 1 establishes: rows, columns and C → D.
+#[derive(Clone)]
 pub struct RowsCols {
     pub d_row: Vec<usize>,
     pub d_col: Vec<usize>,
@@ -79,11 +80,23 @@ pub fn rows_and_cols(
     k: usize,
     d_slots: usize,
 ) -> Result<RowsCols> {
+    rows_and_cols_of(obs, m, n, [k, k], d_slots)
+}
+
+/// [`rows_and_cols`] when a row of A holds `k[0]` slots and a column of B `k[1]`: the
+/// compressed A of `mma.sp` holds half the k of B.
+pub fn rows_and_cols_of(
+    obs: &OneHot,
+    m: usize,
+    n: usize,
+    k: [usize; 2],
+    d_slots: usize,
+) -> Result<RowsCols> {
     let (a_row, row_sets) = classes_by_lit_set(&obs.a);
     let d_row = partition(&row_sets, m, n, d_slots, "row")?;
     let (b_col, col_sets) = classes_by_lit_set(&obs.b);
     let d_col = partition(&col_sets, n, m, d_slots, "column")?;
-    for (what, classes, count) in [("row", &a_row, m), ("column", &b_col, n)] {
+    for (what, classes, count, k) in [("row", &a_row, m, k[0]), ("column", &b_col, n, k[1])] {
         let mut per = vec![0usize; count];
         classes.iter().for_each(|&c| per[c] += 1);
         if let Some(c) = per.iter().position(|&x| x != k) {

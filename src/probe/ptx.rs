@@ -12,8 +12,20 @@ fn names(prefix: &str, n: u32) -> Vec<String> {
     (0..n).map(|i| format!("%{prefix}{i}")).collect()
 }
 
-/// The fragment-probe kernel for `v` compiled for `target` with the given scale selectors.
+/// The fragment-probe kernel for `v` compiled for `target` with the given scale selectors (and
+/// sparsity selector 0 for `mma.sp`).
 pub fn fragment_kernel(v: &Variant, target: Target, sel: ScaleSelectors) -> String {
+    sparse_fragment_kernel(v, target, sel, 0)
+}
+
+/// The fragment-probe kernel with sparsity selector `sparsity` (ignored for dense variants): an
+/// `mma.sp` kernel takes one more pointer, each lane's metadata word, before D.
+pub fn sparse_fragment_kernel(
+    v: &Variant,
+    target: Target,
+    sel: ScaleSelectors,
+    sparsity: u32,
+) -> String {
     let mut regs = OperandRegs {
         a: names("a", v.fragment(Operand::A).regs),
         b: names("b", v.fragment(Operand::B).regs),
@@ -66,6 +78,12 @@ pub fn fragment_kernel(v: &Variant, target: Target, sel: ScaleSelectors) -> Stri
         load_block("p_scale_a", &["%scale_a".to_string()], "b32", 4);
         load_block("p_scale_b", &["%scale_b".to_string()], "b32", 4);
     }
+    if v.sparse.is_some() {
+        decls += "    .reg .b32 %meta;\n";
+        regs.meta = "%meta".into();
+        regs.sparsity_selector = sparsity;
+        load_block("p_meta", &["%meta".to_string()], "b32", 4);
+    }
     let fd = v.fragment(Operand::D);
     let mut stores = String::new();
     let reg_bytes = fd.reg_bits / 8;
@@ -87,7 +105,17 @@ pub fn fragment_kernel(v: &Variant, target: Target, sel: ScaleSelectors) -> Stri
         )
         .unwrap();
     }
-    FRAGMENT_TEMPLATE
+    // The metadata pointer is a parameter of sparse kernels only: dense kernels keep the text
+    // their committed maps record.
+    let template = if v.sparse.is_some() {
+        FRAGMENT_TEMPLATE.replace(
+            "    .param .u64 p_scale_b,\n",
+            "    .param .u64 p_scale_b,\n    .param .u64 p_meta,\n",
+        )
+    } else {
+        FRAGMENT_TEMPLATE.to_string()
+    };
+    template
         .replace("{{PTX_VERSION}}", &v.ptx_version())
         .replace("{{TARGET}}", &target.to_string())
         .replace("{{DECLS}}", decls.trim_end())

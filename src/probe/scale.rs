@@ -741,6 +741,7 @@ pub fn sweep(
         c: repeat(&batch.c),
         scale_a: vec![one_word; count * 32],
         scale_b: vec![one_word; count * 32],
+        ..Batch::default()
     };
     let words = match op {
         ScaleOperand::A => &mut batch.scale_a,

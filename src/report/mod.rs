@@ -15,6 +15,7 @@
 mod index;
 pub mod matrix;
 mod md;
+mod meta;
 mod page;
 mod svg;
 pub mod tma;

@@ -190,6 +190,8 @@ pub fn render_page_with(map: &LaneMap, opts: &PageOptions) -> String {
         None => s.push_str("No layout to compare.\n\n"),
     }
 
+    super::meta::metadata_section(&mut s, map);
+
     // Operands.
     if map.operands.is_empty() {
         s.push_str("## Operands\n\nNo layout was inferred, so there are no operand tables.");

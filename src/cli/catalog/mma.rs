@@ -15,9 +15,11 @@ pub(super) struct Row {
     container_bits: [u32; 2],
     min_target: String,
     ptx_isa: String,
-    /// Whether the lane-map probes run it; `not_probed` says why not.
+    /// Whether `fragment` measures its lane maps; `not_probed` says why not.
     probed: bool,
     not_probed: Option<&'static str>,
+    /// What else leaves it out (the sparse forms: every probe but `fragment`).
+    note: Option<&'static str>,
     /// Sparse variants: how many sparsity selectors ptxas takes (0 up to this, exclusive).
     sparsity_selectors: Option<u32>,
     runs_here: Option<bool>,
@@ -43,8 +45,9 @@ fn row(v: &Variant, dev: Option<&CudaBackend>) -> Row {
         ],
         min_target: v.min_target.to_string(),
         ptx_isa: v.ptx_version(),
-        probed: v.not_probed().is_none(),
-        not_probed: v.not_probed(),
+        probed: v.not_lane_mapped().is_none(),
+        not_probed: v.not_lane_mapped(),
+        note: v.sparse.map(|_| isa::SPARSE_NOTE),
         sparsity_selectors: v.sparse.map(|_| v.sparsity_selectors()),
         runs_here,
         why_not,
@@ -138,5 +141,9 @@ fn print_family(family: &str, rows: &[&Row]) {
         rows.iter().filter_map(|r| r.not_probed).collect();
     for why in reasons {
         println!("probed no (catalogued, and assembled by ptxas): {why}.");
+    }
+    let notes: std::collections::BTreeSet<&str> = rows.iter().filter_map(|r| r.note).collect();
+    for note in notes {
+        println!("{note}.");
     }
 }

@@ -74,7 +74,7 @@ fn family_counts() -> Vec<FamilyCount> {
         FamilyCount {
             family,
             variants: of.len(),
-            probed: of.iter().filter(|v| v.not_probed().is_none()).count(),
+            probed: of.iter().filter(|v| v.not_lane_mapped().is_none()).count(),
         }
     };
     let mut out = vec![count("mma.sync"), count("mma.sp")];
