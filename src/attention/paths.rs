@@ -240,10 +240,10 @@ pub struct Variant {
 /// Three consumer warpgroups against two, per CTA-row of work (each K/V tile is decoded once
 /// for 192 rows instead of 128), measured A/B in one run on the H100 at B=1, H=32, S = 4096
 /// and 16384 and divided by the ratio of the wave efficiencies
-/// (reports/sm_90/attention/experiments/consumers-overlap, re-measured after P's
-/// requantization got shorter: experiments/consumers-after-p-requant): NVFP4 d = 128 1.18
-/// (re-measured 1.11–1.19), MXFP4 d = 128 1.15 (re-measured 1.09–1.16, 1.09–1.11 before);
-/// at d = 64 NVFP4 1.06 (1.00–1.09), MXFP4 1.09 (1.05–1.12).
+/// (reports/sm_90/attention/experiments/consumers-overlap; with the shorter requantization of
+/// P: experiments/consumers-after-p-requant): NVFP4 d = 128 1.18 (1.11–1.19 with the shorter
+/// requantization), MXFP4 d = 128 1.15 (1.09–1.16); at d = 64 NVFP4 1.06 (1.00–1.09), MXFP4
+/// 1.09 (1.05–1.12).
 fn three_consumer_gain(format: Format, head_dim: usize) -> f64 {
     match (format, head_dim) {
         (Format::Nvfp4, 128) => 1.18,
