@@ -75,11 +75,14 @@ namespace attn {
 // tile to row col_of_key(i) of its K tile, Vᵀ's channel d to row d of its Vᵀ tile, through
 // the same offset function as the stage; keys past Sk in K and past Skp in Vᵀ zero (the
 // consumers mask the scores of keys past Sk, and P·V must not meet a NaN there).
+// keys_per_tile: the host's (Variant::keys_per_tile), which must be this module's tile.
 template <int FMT, int D>
 __device__ __forceinline__ void fp8_widen_tiles(const u8* k_data, const u8* k_scale, const u8* v_data, const u8* v_scale,
-                                                const int* factors, u32 bh_count, u32 Sq, u32 Sk, u32 Skp, u32 kv_group) {
+                                                const int* factors, u32 bh_count, u32 Sq, u32 Sk, u32 Skp, u32 kv_group,
+                                                u32 keys_per_tile) {
     using G = f8::Geo8<D>;
     constexpr u32 B = Blk<FMT>::n, BC = G::BC, KPR = D / 32;
+    if (keys_per_tile != BC) __trap();  // another variant's module: its tiles would not be this one's
     const f8::Factors fac(factors, bh_count, (int)Sq, (int)Sk, D, kv_group);
     const u64 kv_bh = bh_count / kv_group;
     const u32 keys = G::tiles((int)Sk) * BC, VPR = keys / 32;
@@ -111,17 +114,14 @@ __device__ __forceinline__ void fp8_widen_tiles(const u8* k_data, const u8* k_sc
         }
     }
 }
-// keys_per_tile: the host's (Variant::keys_per_tile), checked against this module's tiles.
 template <int FMT>
 __device__ __forceinline__ void fp8_widen(const u8* k_data, const u8* k_scale, const u8* v_data, const u8* v_scale,
                                           const int* factors, u32 bh_count, u32 Sq, u32 Sk, u32 D, u32 Skp, u32 kv_group,
                                           u32 keys_per_tile) {
-    if ((D == 64 || D == 128) && keys_per_tile != (u32)(D == 64 ? f8::Geo8<64>::BC : f8::Geo8<128>::BC))
-        __trap();  // another variant's module: its tiles would not be this one's
     if (D == 64)
-        fp8_widen_tiles<FMT, 64>(k_data, k_scale, v_data, v_scale, factors, bh_count, Sq, Sk, Skp, kv_group);
+        fp8_widen_tiles<FMT, 64>(k_data, k_scale, v_data, v_scale, factors, bh_count, Sq, Sk, Skp, kv_group, keys_per_tile);
     else if (D == 128)
-        fp8_widen_tiles<FMT, 128>(k_data, k_scale, v_data, v_scale, factors, bh_count, Sq, Sk, Skp, kv_group);
+        fp8_widen_tiles<FMT, 128>(k_data, k_scale, v_data, v_scale, factors, bh_count, Sq, Sk, Skp, kv_group, keys_per_tile);
     else
         __trap();  // the host launches the FP8 body at head_dim 64 and 128 only
 }

@@ -176,8 +176,6 @@ __device__ __forceinline__ void cp_async(u32 dst, const u8* src, int valid) {
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
-// ... for all but the newest group (the FP8 body keeps one key tile's copies in flight).
-__device__ __forceinline__ void cp_async_wait_one() { asm volatile("cp.async.wait_group 1;" ::: "memory"); }
 
 // The launch's operands (every head; head_offsets finds one), V's padded key length and the
 // Q heads per K/V head.

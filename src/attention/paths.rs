@@ -315,9 +315,10 @@ impl Variant {
     /// experiment may set): 3 for the bf16 body; for the FP8 one `FP8_STAGES`, or where it
     /// widens once (tiles of twice the bytes at head_dim 128) `FP8_ONCE_STAGES`.
     pub fn stages(self) -> usize {
-        let fp8 = match self.fp8_widen_once {
-            true => FP8_ONCE_STAGES,
-            false => FP8_STAGES,
+        let fp8 = if self.fp8_widen_once {
+            FP8_ONCE_STAGES
+        } else {
+            FP8_STAGES
         };
         experiment_define("ATTN_STAGES").unwrap_or(if self.path.is_fp8() { fp8 } else { 3 })
     }
@@ -379,21 +380,27 @@ impl Variant {
         }
     }
 
-    /// Of `variants`, the one expected fastest for `shape` in `format`: for the FP8 body the
-    /// one `fp8_widen_once` names where both are there; then the wave efficiency, times
-    /// `three_consumer_gain` for three consumer warpgroups.
-    pub fn pick(variants: &[Variant], shape: &AttnShape, sms: usize, format: Format) -> Variant {
+    /// Of `variants`, those `fp8_widen_once` names for `shape` (every non-FP8 one), or all of
+    /// them where none is named (an experiment fixed the other).
+    fn fitting(variants: &[Variant], shape: &AttnShape) -> Vec<Variant> {
         let once = fp8_widen_once(shape);
         let fitting: Vec<Variant> = variants
             .iter()
             .filter(|v| !v.path.is_fp8() || v.fp8_widen_once == once)
             .copied()
             .collect();
-        let variants = if fitting.is_empty() {
-            variants
+        if fitting.is_empty() {
+            variants.to_vec()
         } else {
-            &fitting
-        };
+            fitting
+        }
+    }
+
+    /// Of `variants`, the one expected fastest for `shape` in `format`: for the FP8 body the
+    /// one `fp8_widen_once` names where both are there; then the wave efficiency, times
+    /// `three_consumer_gain` for three consumer warpgroups.
+    pub fn pick(variants: &[Variant], shape: &AttnShape, sms: usize, format: Format) -> Variant {
+        let variants = Self::fitting(variants, shape);
         let score = |v: &Variant| {
             let gain = if v.consumers == 3 {
                 three_consumer_gain(format, shape.head_dim)
@@ -440,13 +447,7 @@ const FP8_ONCE_KEYS_D128: usize = 128;
 /// Keys per tile of the FP8 body's variant for `s` (the one `Variant::pick` takes from
 /// `KernelPath::WgmmaFp8.variants()`): its reference sums l per tile of that many keys.
 pub fn fp8_keys_per_tile(s: &AttnShape) -> usize {
-    let variants = KernelPath::WgmmaFp8.variants();
-    let once = fp8_widen_once(s);
-    variants
-        .iter()
-        .find(|v| v.fp8_widen_once == once)
-        .unwrap_or(&variants[0])
-        .keys_per_tile(s.head_dim)
+    Variant::fitting(&KernelPath::WgmmaFp8.variants(), s)[0].keys_per_tile(s.head_dim)
 }
 
 /// Whether the FP8 body should widen `s`'s K and Vᵀ once per launch, by the pre-pass into an
