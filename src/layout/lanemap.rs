@@ -25,6 +25,17 @@ pub enum Status {
     Failed,
 }
 
+impl Status {
+    /// `Passed` where the probe's inference and validations passed, else `Failed`.
+    pub fn of(passed: bool) -> Self {
+        if passed {
+            Status::Passed
+        } else {
+            Status::Failed
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Types {
     pub a: ElemType,
@@ -132,11 +143,7 @@ impl LaneMap {
             variant: v.id(),
             instruction: v.opcode(),
             backend: provenance.backend,
-            status: if passed {
-                Status::Passed
-            } else {
-                Status::Failed
-            },
+            status: Status::of(passed),
             shape: v.shape,
             types: Types {
                 a: v.a,

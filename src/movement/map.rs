@@ -287,11 +287,7 @@ impl MatrixMap {
             regs,
             elems_per_reg: ELEMS_PER_REG,
             backend: provenance.backend,
-            status: if passed {
-                Status::Passed
-            } else {
-                Status::Failed
-            },
+            status: Status::of(passed),
             convention: CONVENTION.into(),
             provenance,
             addresses,

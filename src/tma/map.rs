@@ -112,11 +112,7 @@ impl TmaMap {
             global_dims: [gr, gc],
             box_origin: [r0, c0],
             backend: provenance.backend,
-            status: if passed {
-                Status::Passed
-            } else {
-                Status::Failed
-            },
+            status: Status::of(passed),
             provenance,
             smem_byte,
             fit: fitted,

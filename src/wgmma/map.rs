@@ -108,11 +108,7 @@ impl WgLaneMap {
             variant: v.id(),
             instruction: v.opcode(),
             backend: provenance.backend,
-            status: if passed {
-                Status::Passed
-            } else {
-                Status::Failed
-            },
+            status: Status::of(passed),
             convention: CONVENTION.into(),
             provenance,
             setting: *setting,
@@ -293,11 +289,7 @@ impl WgSmemMap {
             swizzle,
             major,
             backend: provenance.backend,
-            status: if passed {
-                Status::Passed
-            } else {
-                Status::Failed
-            },
+            status: Status::of(passed),
             provenance,
             a,
             b,
