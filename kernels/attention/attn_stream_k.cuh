@@ -14,6 +14,14 @@
 //     partly idle (a grid of one CTA per row block ran 704 CTAs of 192 rows at S = 4096,
 //     H = 32: 5.3 waves on 132 SMs, the last one a third full), and causal row blocks of every
 //     length are balanced too.
+//   - With the mask a head's row blocks are laid out in pairs, shortest and longest
+//     (rb_at: 0, R-1, 1, R-2, ...), so every CTA's range holds about as many segments as
+//     tiles / mean row block. In the order 0, 1, ..., R-1 a range over short row blocks holds
+//     up to three times the segments of one over long ones (S = 4096, 128-key tiles: 16
+//     against 5), and each segment's start and end (its first S and last P·V alone, O's
+//     store) idle the tensor cores: the pairs ran the FP8 path's causal S = 4096 12% faster on
+//     the H200 (reports/sm_90/attention/experiments/causal-pairs; ATTN_CAUSAL_PAIRS=0 keeps
+//     the row order, for that comparison).
 //
 // A CTA's tail range cuts items into pieces. An item cut in pieces is finished by the last of
 // its pieces to end (attn_wgmma.cuh: finish_split): every piece writes its unnormalized O and
@@ -23,13 +31,17 @@
 // and its tests).
 #pragma once
 
+#ifndef ATTN_CAUSAL_PAIRS
+#define ATTN_CAUSAL_PAIRS 1
+#endif
+
 namespace attn {
 
 // One CTA's share of one item: key tiles [t0, t1) of the item's `tiles`, whose tile 0 is tile
 // `item_first` of the launch.
 struct Segment {
     u32 bh;
-    int rb, t0, t1, tiles;
+    int rb, pos, t0, t1, tiles;  // pos: the row block's place in its head's order (rb_at)
     u64 item_first;
     __device__ __forceinline__ bool whole() const { return t0 == 0 && t1 == tiles; }
 };
@@ -73,6 +85,12 @@ struct Schedule {
     __device__ __forceinline__ int row_block_tiles(int rb) const {
         return (row_block_key_end(rb, Sq, Sk, causal) + bc - 1) / bc;
     }
+    // The row block at place p of a head's order in the tail: with the mask, pairs of the
+    // shortest and the longest left (0, R-1, 1, R-2, ...); without it, rb = p.
+    __device__ __forceinline__ int rb_at(int p) const {
+        if (!causal || !ATTN_CAUSAL_PAIRS) return p;
+        return p % 2 == 0 ? p / 2 : rb_count - 1 - p / 2;
+    }
     // The first tile of CTA g's tail range (g = ctas: the tail's end).
     __device__ __forceinline__ u64 cta_start(u32 g) const { return tail0 + (u64)g * tail_len / ctas; }
     // The CTA whose tail range holds tile s: the largest g with cta_start(g) <= s.
@@ -81,7 +99,7 @@ struct Schedule {
     __device__ __forceinline__ Segment whole_item(u64 k) const {
         Segment sg;
         sg.bh = (u32)(k / rb_count);
-        sg.rb = (int)(k - (u64)sg.bh * rb_count);
+        sg.rb = sg.pos = (int)(k - (u64)sg.bh * rb_count);
         sg.tiles = row_block_tiles(sg.rb);
         sg.t0 = 0;
         sg.t1 = sg.tiles;
@@ -94,12 +112,13 @@ struct Schedule {
         sg.bh = (u32)(s / head_tiles);
         u64 r = s - (u64)sg.bh * head_tiles;
         if (causal) {
-            sg.rb = 0;
-            while (r >= (u64)row_block_tiles(sg.rb)) r -= row_block_tiles(sg.rb++);
+            sg.pos = 0;
+            while (r >= (u64)row_block_tiles(rb_at(sg.pos))) r -= row_block_tiles(rb_at(sg.pos++));
         } else {
-            sg.rb = (int)(r / row_block_tiles(0));
-            r -= (u64)sg.rb * row_block_tiles(0);
+            sg.pos = (int)(r / row_block_tiles(0));
+            r -= (u64)sg.pos * row_block_tiles(0);
         }
+        sg.rb = rb_at(sg.pos);
         sg.tiles = row_block_tiles(sg.rb);
         sg.t0 = (int)r;
         sg.t1 = sg.tiles;
@@ -110,7 +129,8 @@ struct Schedule {
     __device__ __forceinline__ Segment next(const Segment& sg) const {
         Segment n = sg;
         n.item_first = sg.item_first + sg.tiles;
-        if (++n.rb == rb_count) n.rb = 0, ++n.bh;
+        if (++n.pos == rb_count) n.pos = 0, ++n.bh;
+        n.rb = rb_at(n.pos);
         n.tiles = row_block_tiles(n.rb);
         n.t0 = 0;
         n.t1 = n.tiles;

@@ -122,6 +122,26 @@ impl StreamK {
         key_end.div_ceil(self.keys_per_tile) as u64
     }
 
+    /// The row block at place `p` of a head's order in the tail (`rb_at` in attn_stream_k.cuh):
+    /// with the causal mask pairs of the shortest and the longest left (0, R-1, 1, R-2, ...),
+    /// so that every CTA's range holds about as many segments as any other's; without it `p`.
+    pub fn rb_at(&self, p: usize) -> usize {
+        if !self.causal {
+            p
+        } else if p.is_multiple_of(2) {
+            p / 2
+        } else {
+            self.row_blocks() - 1 - p / 2
+        }
+    }
+
+    /// The place of row block `rb` in its head's order (`rb_at`'s inverse).
+    fn place_of(&self, rb: usize) -> usize {
+        (0..self.row_blocks())
+            .position(|p| self.rb_at(p) == rb)
+            .expect("rb_at is a permutation of the row blocks")
+    }
+
     pub fn head_tiles(&self) -> u64 {
         (0..self.row_blocks())
             .map(|rb| self.row_block_tiles(rb))
@@ -155,9 +175,12 @@ impl StreamK {
         }
     }
 
-    /// Tile 0 of row block `rb` of head `bh` in the launch's order.
-    fn item_first(&self, bh: usize, rb: usize) -> u64 {
-        bh as u64 * self.head_tiles() + (0..rb).map(|r| self.row_block_tiles(r)).sum::<u64>()
+    /// Tile 0 of the row block at place `pos` of head `bh` in the launch's order.
+    fn item_first(&self, bh: usize, pos: usize) -> u64 {
+        bh as u64 * self.head_tiles()
+            + (0..pos)
+                .map(|p| self.row_block_tiles(self.rb_at(p)))
+                .sum::<u64>()
     }
 
     /// The first tile of CTA `g`'s tail range (`g = ctas`: the tail's end).
@@ -178,6 +201,8 @@ impl StreamK {
         let mut out: Vec<Segment> = (g as u64..self.whole_items())
             .step_by(self.ctas)
             .map(|k| {
+                // Whole row blocks are dealt out in the order rb = k % R (not rb_at's): only
+                // the tail is cut, and only its order balances segments.
                 let (bh, rb) = ((k / per_head) as usize, (k % per_head) as usize);
                 let tiles = self.row_block_tiles(rb);
                 Segment {
@@ -186,7 +211,7 @@ impl StreamK {
                     t0: 0,
                     t1: tiles,
                     tiles,
-                    item_first: self.item_first(bh, rb),
+                    item_first: self.item_first(bh, self.place_of(rb)),
                 }
             })
             .collect();
@@ -194,11 +219,12 @@ impl StreamK {
         let head = self.head_tiles();
         while s < end {
             let bh = (s / head) as usize;
-            let (mut r, mut rb) = (s - bh as u64 * head, 0);
-            while r >= self.row_block_tiles(rb) {
-                r -= self.row_block_tiles(rb);
-                rb += 1;
+            let (mut r, mut pos) = (s - bh as u64 * head, 0);
+            while r >= self.row_block_tiles(self.rb_at(pos)) {
+                r -= self.row_block_tiles(self.rb_at(pos));
+                pos += 1;
             }
+            let rb = self.rb_at(pos);
             let tiles = self.row_block_tiles(rb);
             let t1 = tiles.min(r + (end - s));
             out.push(Segment {
@@ -411,6 +437,33 @@ mod tests {
         // A small launch runs fewer CTAs, each at least MIN_TILES_PER_CTA tiles.
         let small = StreamK::persistent(&shape(256, 256, 1, false), 192, 64, 132);
         assert_eq!((small.total(), small.ctas), (8, 2));
+    }
+
+    #[test]
+    fn causal_row_blocks_pair_the_shortest_with_the_longest() {
+        for rbs in 1..=40usize {
+            let s = StreamK::persistent(&shape(128 * rbs, 128 * rbs, 1, true), 128, 128, 132);
+            let mut order: Vec<usize> = (0..rbs).map(|p| s.rb_at(p)).collect();
+            if rbs >= 2 {
+                assert_eq!(&order[..2], &[0, rbs - 1], "{rbs} row blocks");
+            }
+            order.sort_unstable();
+            assert_eq!(order, (0..rbs).collect::<Vec<_>>(), "{rbs} row blocks");
+            assert_eq!(s.place_of(rbs - 1), usize::from(rbs > 1));
+        }
+        // The FP8 kernel's causal benchmark shape (S = 4096, H = 32, 128 rows, 128 keys: row
+        // block rb has rb + 1 tiles): every CTA runs 128 tiles in 8 or 9 segments; in the order
+        // 0, 1, ..., R-1 the ranges over short row blocks hold up to 16.
+        let s = StreamK::persistent(&shape(4096, 4096, 32, true), 128, 128, 132);
+        let segments: Vec<usize> = (0..132).map(|g| s.segments(g).len()).collect();
+        assert_eq!(s.total(), 32 * (1..=32).sum::<u64>());
+        assert_eq!(
+            (segments.iter().min(), segments.iter().max()),
+            (Some(&8), Some(&9))
+        );
+        // Without the mask the order is the row blocks'.
+        let plain = StreamK::persistent(&shape(4096, 4096, 32, false), 128, 128, 132);
+        assert!((0..32).all(|p| plain.rb_at(p) == p));
     }
 
     #[test]
