@@ -102,6 +102,12 @@ struct InF32 : Bytes<4> {
 #define UNROLL_16BIT_NV 4
 #endif
 
+// The bf16 amax of a group by packed bf16 max (1) or by integer max on the masked halves (0):
+// a tuning knob (FP4PROBE_QUANT_DEFINES=BF16_AMAX_HMNMX=0).
+#ifndef BF16_AMAX_HMNMX
+#define BF16_AMAX_HMNMX 1
+#endif
+
 // 16-bit inputs: 16 elements, each widened exactly by Widen. The amax is taken on the packed
 // halves (two elements per instruction); |x| orders like its bit pattern in bf16 and f16 as
 // in f32, and widening keeps that order, NaN included.
@@ -131,6 +137,16 @@ struct In16 : Bytes<2> {
     }
     static __device__ __forceinline__ u32 amax(const Raw& r) {
         const uint4 a = r.q[0], b = r.q[1];
+        if constexpr (Widen::BF16 && BF16_AMAX_HMNMX) {
+            // max.NaN.xorsign.abs on the bf16 pairs: |a| and |b| are operand modifiers, so the
+            // tree is 7 instructions for 16 elements (the integer form masks every word
+            // first); the max of two magnitudes is the integer max of their bits, NaN above
+            // every number (max.NaN, canonical), subnormals kept (bf16 max has no ftz). The
+            // signs the xorsign leaves are cleared with the widening: the high half's bits.
+            const u32 m = bf16x2_max_abs(bf16x2_max_abs(bf16x2_max_abs(a.x, a.y), bf16x2_max_abs(a.z, a.w)),
+                                         bf16x2_max_abs(bf16x2_max_abs(b.x, b.y), bf16x2_max_abs(b.z, b.w)));
+            return bf16x2_max_abs(m, __byte_perm(m, 0, 0x1032)) & 0x7fff0000u;
+        }
         const u32 m = __vmaxu2(__vmaxu2(__vmaxu2(a.x & 0x7fff7fffu, a.y & 0x7fff7fffu),
                                         __vmaxu2(a.z & 0x7fff7fffu, a.w & 0x7fff7fffu)),
                                __vmaxu2(__vmaxu2(b.x & 0x7fff7fffu, b.y & 0x7fff7fffu),
@@ -324,10 +340,13 @@ __device__ __forceinline__ u32 nv1_bf16_chunk(const Bytes<2>::Raw& r, int c, flo
 // two-level-bf16): the blocks where that differs from the division are those where a midpoint
 // times d lies next to a bf16 value, and with a bf16 tensor amax (d = amax/2688 · scale,
 // 2688 = 2^7·3·7) they were a quarter of the blocks, so warps ran both paths.
+template <bool CLAMP = true>
 __device__ __forceinline__ u32 e2m1_mag22_nv2(float x, float d, float rd) {
     const float a = fabsf(x);
     const float y = __fmul_rn(a, rd);
-    const float q = fminf(__fmaf_rn(__fmaf_rn(-y, d, a), rd, y), 6.0f);
+    const float m = __fmaf_rn(__fmaf_rn(-y, d, a), rd, y);
+    // Unclamped (the caller knows m < 7), m in [6, 7) lands on 6 as clamped.
+    const float q = CLAMP ? fminf(m, 6.0f) : m;
     const float c = __uint_as_float(__viaddmax_u32(__float_as_uint(q) & 0x7f800000u, 0x0b400000u, 0x4ac00000u));
     return __float_as_uint(__fmaf_rn(__fadd_rn(q, c), 0x1p-126f, __fmul_rn(c, -0x1p-126f)));
 }
@@ -406,13 +425,12 @@ __device__ __forceinline__ float block_sse(const float* v, const u32* words, flo
 // The scale grid: blocks a row (cols), the magic number and shift that divide by it
 // (layout.rs: fast_div_magic), and the bytes of one row of tiles.
 struct ScaleGeom {
-    u32 cols, magic, shift, row_tile_bytes;
+    u32 cols, magic, shift, row_tile_bytes, hcount, hmagic, hshift;
 };
 
 // n / cols for every n < 2^31 (Granlund-Montgomery; layout.rs: fast_div_magic).
-__device__ __forceinline__ u32 fast_div(u32 n, const ScaleGeom& s) {
-    return __umulhi(n << 1, s.magic) >> s.shift;
-}
+__device__ __forceinline__ u32 fast_div_by(u32 n, u32 magic, u32 shift) { return __umulhi(n << 1, magic) >> shift; }
+__device__ __forceinline__ u32 fast_div(u32 n, const ScaleGeom& s) { return fast_div_by(n, s.magic, s.shift); }
 
 // Byte offset of block b's scale (b = row * cols + col; layout.rs: ScaleGrid::offset), with
 // the masks and shifts of the formula folded into multiplies (32-bit wrapping arithmetic, exact
@@ -509,6 +527,220 @@ __device__ __forceinline__ void group_codes(const typename In::Raw& raw, u32 nai
     }
 }
 
+// Where this thread's groups of one CTA tile are: the group index g (input and codes), whether
+// it exists, and its scale's byte offset, for groups that hold the first lane of a block.
+// Group indices are 32-bit (chunks < 2^32, so groups < 2^31 and every index computed here
+// fits): one wide multiply-add makes an address, where 64-bit indices took a dozen
+// instructions a tile.
+struct GroupAt {
+    u32 g;
+    bool valid;
+    u32 scale;
+};
+
+// Two ways of cutting the groups into CTA tiles.
+// Row order (linear layout, MXFP4, and NV_BANDS=0): tile t holds groups t·TILE ... t·TILE +
+// TILE - 1, group u of a thread being t·TILE + u·QUANT_THREADS + threadIdx.x; a tiled layout's
+// scales of one row are then 4-byte pieces 512 (128x4) or 32 (8x4) bytes apart, and each
+// offset takes a division by the row length.
+// Bands (NVFP4 in 128x4 and 8x4, NV_BANDS=1): a CTA tile is the 8 rows whose scales share a
+// 32-byte sector of a scale tile (128x4: rows 2k, 2k + 1, 2k + 32, ..., 2k + 97 of a tile row;
+// 8x4: the tile row's 8 rows) over 64 blocks of the row, 16 scale tiles side by side: warp w's
+// group u covers one scale tile (u·8 + w among the 16), lane l its byte k·32 + l, so every
+// warp's scale store is one whole sector, and its loads are 8 rows of 4 consecutive groups.
+// Tile C is band C / H (H = ⌈cols / 64⌉, a run-time divisor: geom.hmagic, geom.hshift) and
+// column range C mod H; a band is tile row b / 16 (128x4) and its sector b mod 16.
+#ifndef NV_BANDS
+#define NV_BANDS 1
+#endif
+
+template <int FMT, int UNROLL>
+struct Tiling {
+    static constexpr bool BANDS = NV_BANDS && SCALE_LAYOUT != 0 && FMT == NV && UNROLL == 2;
+    static constexpr u32 TILE = QUANT_THREADS * UNROLL;
+    static constexpr u32 BANDS_PER_TILE_ROW = SCALE_LAYOUT == 1 ? 16 : 1;
+    static constexpr u32 TILE_ROWS = SCALE_LAYOUT == 1 ? 128 : 8;
+    u32 groups, rows, tiles;
+    // bands: this lane's row in the band and block in the 4 of a scale tile
+    u32 q, c;
+
+    __device__ __forceinline__ Tiling(u32 groups_, const ScaleGeom& s) : groups(groups_) {
+        if constexpr (BANDS) {
+            rows = fast_div(groups, s);
+            const u32 lane = threadIdx.x & 31u;
+            c = lane & 3u;
+            q = SCALE_LAYOUT == 1 ? (lane >> 4) + ((lane >> 2) & 3u) * 32u : lane >> 2;
+            const u32 bands = (rows + TILE_ROWS - 1) / TILE_ROWS * BANDS_PER_TILE_ROW;
+            tiles = bands * s.hcount;
+        } else {
+            rows = 0, q = 0, c = 0;
+            tiles = groups / TILE + (groups % TILE != 0);
+        }
+    }
+
+    // Group u of this thread in CTA tile `tile`; `Where` holds what is per tile.
+    struct Where {
+        u32 base;
+        u32 row0, col0, scale0;
+    };
+
+    __device__ __forceinline__ Where where(u32 tile, const ScaleGeom& s) const {
+        Where w;
+        if constexpr (BANDS) {
+            const u32 band = fast_div_by(tile, s.hmagic, s.hshift), h = tile - band * s.hcount;
+            const u32 tile_row = band / BANDS_PER_TILE_ROW, sector = band % BANDS_PER_TILE_ROW;
+            w.row0 = tile_row * TILE_ROWS + 2u * sector + q;
+            w.col0 = h * 64u + (threadIdx.x >> 5) * 4u + c;
+            w.scale0 = tile_row * s.row_tile_bytes + h * (16u * 4u * TILE_ROWS) + (threadIdx.x >> 5) * (4u * TILE_ROWS) +
+                       sector * 32u + (threadIdx.x & 31u);
+            w.base = 0;
+        } else {
+            w.base = tile * TILE + threadIdx.x;
+            w.row0 = w.col0 = w.scale0 = 0;
+        }
+        return w;
+    }
+
+    __device__ __forceinline__ GroupAt at(const Where& w, int u, const ScaleGeom& s) const {
+        GroupAt a;
+        if constexpr (BANDS) {
+            // group u's scale tile is 8 tiles (32 blocks) to the right of group 0's
+            const u32 col = w.col0 + (u32)u * 32u;
+            a.valid = w.row0 < rows && col < s.cols;
+            a.g = w.row0 * s.cols + col;
+            a.scale = w.scale0 + (u32)u * (8u * 4u * TILE_ROWS);
+        } else {
+            a.g = w.base + (u32)u * QUANT_THREADS;
+            a.valid = a.g < groups;
+            a.scale = 0;
+        }
+        return a;
+    }
+};
+
+// The UNROLL groups of this thread in a CTA tile, all loads issued before any value is used. A
+// group that does not exist loads group 0 instead (never stored, and no lane of another block
+// reads its values): unconditional loads, where zeroing the registers first took a move per
+// loaded word.
+template <class In, int FMT, int UNROLL>
+__device__ __forceinline__ void load_tile(const void* x, const Tiling<FMT, UNROLL>& tl,
+                                          const typename Tiling<FMT, UNROLL>::Where& w, const ScaleGeom& s,
+                                          typename In::Raw (&raw)[UNROLL]) {
+#pragma unroll
+    for (int u = 0; u < UNROLL; u++) {
+        const GroupAt a = tl.at(w, u, s);
+        raw[u] = In::load(x, a.valid ? a.g : 0u);
+    }
+}
+
+// Two-level NVFP4 of bf16 inputs under a nice tensor scale (1; 0: group_codes as for any
+// tensor scale): the tile loop is compiled a second time with the tensor scale known nice, so
+// a group takes no branch on it, the block scale byte comes from one branch-free sequence,
+// the clamp of the quotients at 6 runs only in warps where a block scale is 448 (elsewhere
+// every quotient is below 7, where the grid rounding gives 6 unclamped: pair_codes.rs), and
+// the signs are gathered with sign-replicating byte permutes.
+#ifndef NV2_BF16_NICE
+#define NV2_BF16_NICE 1
+#endif
+
+// Two-level NVFP4 block scale byte under a nice tensor scale: nv_scale's nice branch, with the
+// E4M3 saturation of the conversion doing the clamp at 448.
+__device__ __forceinline__ u32 nv2_scale_nice(u32 amax, const TensorScale& ts) {
+    const float a = __uint_as_float(amax), sixth = __uint_as_float(0x3e2aaaabu);
+    const float bs = fminf(div_markstein_nonneg(a, 6.0f, sixth), 0x1p80f);
+    const u32 byte = e4m3x2_round(fmaxf(div_markstein_nonneg(bs, ts.t, ts.rt), 0.015625f), 0.0f) & 0xffu;
+    return amax >= F32_INF_BITS ? E4M3_NAN : byte;
+}
+
+// The signs of a chunk's 8 bf16 elements at bits 4i+3, every other bit zero: two permutes
+// gather the sign bytes (odd elements' first), two more put them in order with each byte's
+// sign replicated through it (prmt's sign mode), and the masks keep bit 7 of the odd and bit
+// 3 of the even.
+__device__ __forceinline__ u32 prmt_sign(u32 a, u32 b, u32 sel) {
+    u32 d;
+    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(sel));
+    return d;
+}
+__device__ __forceinline__ u32 bf16_signs8(const uint4 q) {
+    const u32 lo = __byte_perm(q.x, q.y, 0x5173), hi = __byte_perm(q.z, q.w, 0x5173);
+    return (prmt_sign(lo, hi, 0xdc98) & 0x80808080u) | (prmt_sign(lo, hi, 0xfeba) & 0x08080808u);
+}
+
+// Chunk c's two-level NVFP4 codes of a bf16 group, signs included, under a nice tensor scale.
+template <bool CLAMP>
+__device__ __forceinline__ u32 nv2_bf16_chunk_nice(const Bytes<2>::Raw& r, int c, float d, float rd) {
+    const uint4 q = r.q[c];
+    const u32 w[4] = {q.x, q.y, q.z, q.w};
+    u32 word = bf16_signs8(q);
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        word += place_mag(e2m1_mag22_nv2<CLAMP>(__uint_as_float(w[i] << 16), d, rd), 2 * i);
+        word += place_mag(e2m1_mag22_nv2<CLAMP>(__uint_as_float(w[i] & 0xffff0000u), d, rd), 2 * i + 1);
+    }
+    return word;
+}
+
+// One CTA tile's groups: scales, codes, stores. NICE2: two-level NVFP4 of bf16 under a nice
+// tensor scale (NV2_BF16_NICE).
+template <class In, int FMT, bool SEARCH, u32 MODE, bool NICE2, int UNROLL>
+__device__ __forceinline__ void quantize_tile(const typename In::Raw (&raw)[UNROLL], const Tiling<FMT, UNROLL>& tl,
+                                              const typename Tiling<FMT, UNROLL>::Where& where, const TensorScale& ts,
+                                              u32* data, u8* scale, const ScaleGeom& geom) {
+    constexpr u32 mode = MODE;
+    constexpr int CHUNKS = In::CHUNKS;
+    constexpr int TPB = (FMT == MX ? 32 : 16) / In::N;  // lanes per quantization block
+    const bool two_level = FMT == NV && mode == 2;
+#pragma unroll
+    for (int u = 0; u < UNROLL; u++) {
+        const GroupAt at = tl.at(where, u, geom);
+        u32 amax = In::amax(raw[u]);
+        u32 byte;
+        const u32 nan_byte = FMT == MX ? E8M0_NAN : E4M3_NAN;
+        u32 words[CHUNKS];
+        bool nan_block;
+        if constexpr (NICE2) {
+            byte = nv2_scale_nice(amax, ts);
+            nan_block = byte == nan_byte;
+            // A NaN block's scale decodes to NaN: its codes are garbage, replaced below.
+            const float d = __fmul_rn(ts.t, e4m3_to_f32(byte)), rd = rcp_rn_normal(d);
+            if (__any_sync(0xffffffffu, byte >= 0x7eu)) {
+#pragma unroll
+                for (int c = 0; c < CHUNKS; c++) words[c] = nv2_bf16_chunk_nice<true>(raw[u], c, d, rd);
+            } else {
+#pragma unroll
+                for (int c = 0; c < CHUNKS; c++) words[c] = nv2_bf16_chunk_nice<false>(raw[u], c, d, rd);
+            }
+        } else {
+#pragma unroll
+            for (int o = 1; o < TPB; o <<= 1) amax = max(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+            byte = FMT == MX ? mx_scale(mode, amax) : nv_scale(amax, two_level, ts);
+            // Every lane runs the same instructions from here on: block_sse shuffles across the
+            // warp with a full mask, so no lane may branch around it. A NaN block is encoded with
+            // a stand-in scale (scale 1) and its results are replaced at the end.
+            nan_block = byte == nan_byte;
+            const u32 naive = nan_block ? (FMT == MX ? 127u : 0x38u) : byte;
+            group_codes<In, FMT, SEARCH, MODE, TPB>(raw[u], naive, two_level, ts, byte, words);
+        }
+        if (nan_block) {
+            byte = nan_byte;
+#pragma unroll
+            for (int i = 0; i < CHUNKS; i++) words[i] = 0;
+        }
+        if (at.valid) {
+            if (CHUNKS == 2) {
+                __stcs(reinterpret_cast<uint2*>(data) + at.g, make_uint2(words[0], words[CHUNKS - 1]));
+            } else {
+                __stcs(data + at.g, words[0]);
+            }
+            if (Tiling<FMT, UNROLL>::BANDS) {
+                scale[at.scale] = (u8)byte;
+            } else if ((at.g & (TPB - 1)) == 0) {
+                scale[scale_offset((u32)(at.g / TPB), geom)] = (u8)byte;
+            }
+        }
+    }
+}
+
 // MODE is compile-time (one entry point per mode): a run-time mode would put a branch into
 // every group, which splits the unrolled groups into separately scheduled pieces. `chunks`
 // counts 8-element chunks (the host's unit for every input type).
@@ -517,63 +749,45 @@ __device__ __forceinline__ void quantize(const void* x, u32 chunks, u32* data, u
                                          const u32* tensor_amax, float* tensor_scale_out, ScaleGeom geom) {
     constexpr u32 mode = MODE;
     constexpr int CHUNKS = In::CHUNKS;
-    constexpr int TPB = (FMT == MX ? 32 : 16) / In::N;  // lanes per quantization block
-    const u32 groups = chunks / CHUNKS;
     // NVFP4 two-level (mode 2): the tensor scale, from the finite amax the first kernel found
     // (or the caller gave), is computed after the first tile's loads are issued and written
     // out at the end: before them, the division (whose slow paths are calls) and the store
     // (which may alias x) kept every load of x waiting for the amax load.
     const bool two_level = FMT == NV && mode == 2;
+    constexpr bool NICE2 = NV2_BF16_NICE && FMT == NV && MODE == 2 && In::BF16 && !SEARCH;
     TensorScale ts{1.0f, 1.0f, true};
     // Groups a thread loads at once.
     constexpr int UNROLL = FMT == MX ? In::UNROLL_MX : In::UNROLL;
-    // Tiles of QUANT_THREADS·UNROLL groups; a CTA takes tiles blockIdx.x, + gridDim.x, ... (the
-    // host launches one CTA per tile unless FP4PROBE_QUANT_CTAS_PER_SM caps the grid). The
-    // tile size is a compile-time power of two: with blockDim.x it was a 64-bit division
-    // ahead of every load. Two-level: tiles are taken from the tensor's end, which the amax
-    // pass (finite_amax) read last and left in L2.
-    constexpr u32 TILE = QUANT_THREADS * UNROLL;
-    const u32 tiles = groups / TILE + (groups % TILE != 0);
-    for (u32 tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-        const u64 cta = two_level ? tiles - 1 - tile : tile;
-        const u64 base = cta * TILE + threadIdx.x;
+    // CTA tiles of QUANT_THREADS·UNROLL groups (Tiling); a CTA takes tiles blockIdx.x, +
+    // gridDim.x, ... (the host launches one CTA per tile unless FP4PROBE_QUANT_CTAS_PER_SM caps
+    // the grid). The tile size is a compile-time power of two: with blockDim.x it was a 64-bit
+    // division ahead of every load. Two-level: tiles are taken from the tensor's end, which the
+    // amax pass (finite_amax) read last and left in L2.
+    const Tiling<FMT, UNROLL> tl(chunks / CHUNKS, geom);
+    for (u32 tile = blockIdx.x; tile < tl.tiles; tile += gridDim.x) {
+        typename Tiling<FMT, UNROLL>::Where where = tl.where(two_level ? tl.tiles - 1 - tile : tile, geom);
         typename In::Raw raw[UNROLL];
-        load_groups<In, UNROLL>(x, base, groups, raw);
+        load_tile<In>(x, tl, where, geom, raw);
         if (two_level && tile == blockIdx.x) {
             const u32 ab = *tensor_amax;
             ts.t = ab == 0 ? 1.0f : __fdiv_rn(__uint_as_float(ab), 2688.0f);
             ts.rt = __frcp_rn(ts.t);
             ts.nice = ts.t >= 0x1p-40f && ts.t <= 0x1p40f;
-        }
-#pragma unroll
-        for (int u = 0; u < UNROLL; u++) {
-            u64 g = base + (u64)u * blockDim.x;
-            u32 amax = In::amax(raw[u]);
-#pragma unroll
-            for (int o = 1; o < TPB; o <<= 1) amax = max(amax, __shfl_xor_sync(0xffffffffu, amax, o));
-            u32 byte = FMT == MX ? mx_scale(mode, amax) : nv_scale(amax, two_level, ts);
-            const u32 nan_byte = FMT == MX ? E8M0_NAN : E4M3_NAN;
-            // Every lane runs the same instructions from here on: block_sse shuffles across the
-            // warp with a full mask, so no lane may branch around it. A NaN block is encoded with
-            // a stand-in scale (scale 1) and its results are replaced at the end.
-            const bool nan_block = byte == nan_byte;
-            const u32 naive = nan_block ? (FMT == MX ? 127u : 0x38u) : byte;
-            u32 words[CHUNKS];
-            group_codes<In, FMT, SEARCH, MODE, TPB>(raw[u], naive, two_level, ts, byte, words);
-            if (nan_block) {
-                byte = nan_byte;
-#pragma unroll
-                for (int i = 0; i < CHUNKS; i++) words[i] = 0;
-            }
-            if (g < groups) {
-                if (CHUNKS == 2) {
-                    __stcs(reinterpret_cast<uint2*>(data) + g, make_uint2(words[0], words[CHUNKS - 1]));
-                } else {
-                    __stcs(data + g, words[0]);
+            if constexpr (NICE2) {
+                if (ts.nice) {
+                    // This tile and the rest with the tensor scale known nice.
+                    while (true) {
+                        quantize_tile<In, FMT, SEARCH, MODE, true>(raw, tl, where, ts, data, scale, geom);
+                        tile += gridDim.x;
+                        if (tile >= tl.tiles) break;
+                        where = tl.where(tl.tiles - 1 - tile, geom);
+                        load_tile<In>(x, tl, where, geom, raw);
+                    }
+                    break;
                 }
-                if ((g & (TPB - 1)) == 0) scale[scale_offset((u32)(g / TPB), geom)] = (u8)byte;
             }
         }
+        quantize_tile<In, FMT, SEARCH, MODE, false>(raw, tl, where, ts, data, scale, geom);
     }
     if (two_level && blockIdx.x == 0 && threadIdx.x == 0) *tensor_scale_out = ts.t;
 }
@@ -666,9 +880,10 @@ struct MinBlocks {
 #define QUANT_ENTRY(NAME, IN, FMT, SEARCH, MODE)                                                 \
     extern "C" __global__ void __launch_bounds__(QUANT_THREADS, (MinBlocks<IN, FMT, SEARCH, MODE>::value)) \
         NAME(const void* x, u32 chunks, u32* data, u8* scale, const u32* tensor_amax,           \
-             float* tensor_scale_out, u32 cols, u32 magic, u32 shift, u32 row_tile_bytes) {     \
+             float* tensor_scale_out, u32 cols, u32 magic, u32 shift, u32 row_tile_bytes,       \
+             u32 hcount, u32 hmagic, u32 hshift) {                                              \
         quantize<IN, FMT, SEARCH, MODE>(x, chunks, data, scale, tensor_amax, tensor_scale_out,   \
-                                        ScaleGeom{cols, magic, shift, row_tile_bytes});          \
+                                        ScaleGeom{cols, magic, shift, row_tile_bytes, hcount, hmagic, hshift}); \
     }
 
 #define QUANT_INPUTS(OP, FMTNAME, FMT, SEARCH, MODENAME, MODE)                 \
