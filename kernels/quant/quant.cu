@@ -640,7 +640,7 @@ __device__ __forceinline__ void load_tile(const void* x, const Tiling<FMT, UNROL
 // every quotient is below 7, where the grid rounding gives 6 unclamped: pair_codes.rs), and
 // the signs are gathered with sign-replicating byte permutes.
 #ifndef NV2_BF16_NICE
-#define NV2_BF16_NICE 1
+#define NV2_BF16_NICE 0
 #endif
 
 // Two-level NVFP4 block scale byte under a nice tensor scale: nv_scale's nice branch, with the
@@ -741,19 +741,54 @@ __device__ __forceinline__ void quantize_tile(const typename In::Raw (&raw)[UNRO
     }
 }
 
+// Tiles a CTA loads ahead (0 or 1): with 1 the next tile's loads are issued before this one's
+// groups are encoded, registers for two tiles held (a tuning knob, FP4PROBE_QUANT_DEFINES=
+// QUANT_PREFETCH=1, with the grid capped by FP4PROBE_QUANT_CTAS_PER_SM so CTAs loop).
+#ifndef QUANT_PREFETCH
+#define QUANT_PREFETCH 0
+#endif
+
+// The CTA tiles tile, tile + gridDim.x, ... (raw and where: the first, loaded), in the order of
+// `reverse`.
+template <class In, int FMT, bool SEARCH, u32 MODE, bool NICE2, int UNROLL>
+__device__ __forceinline__ void tile_loop(const void* x, const Tiling<FMT, UNROLL>& tl, u32 tile, bool reverse,
+                                          typename In::Raw (&raw)[UNROLL], typename Tiling<FMT, UNROLL>::Where where,
+                                          const TensorScale& ts, u32* data, u8* scale, const ScaleGeom& geom) {
+    while (true) {
+        const u32 next = tile + gridDim.x;
+        const bool more = next < tl.tiles;
+        typename In::Raw ahead[UNROLL];
+        typename Tiling<FMT, UNROLL>::Where where_ahead;
+        if (QUANT_PREFETCH && more) {
+            where_ahead = tl.where(reverse ? tl.tiles - 1 - next : next, geom);
+            load_tile<In>(x, tl, where_ahead, geom, ahead);
+        }
+        quantize_tile<In, FMT, SEARCH, MODE, NICE2>(raw, tl, where, ts, data, scale, geom);
+        if (!more) return;
+        tile = next;
+        if (QUANT_PREFETCH) {
+            where = where_ahead;
+#pragma unroll
+            for (int u = 0; u < UNROLL; u++) raw[u] = ahead[u];
+        } else {
+            where = tl.where(reverse ? tl.tiles - 1 - tile : tile, geom);
+            load_tile<In>(x, tl, where, geom, raw);
+        }
+    }
+}
+
 // MODE is compile-time (one entry point per mode): a run-time mode would put a branch into
 // every group, which splits the unrolled groups into separately scheduled pieces. `chunks`
 // counts 8-element chunks (the host's unit for every input type).
 template <class In, int FMT, bool SEARCH, u32 MODE>
 __device__ __forceinline__ void quantize(const void* x, u32 chunks, u32* data, u8* scale,
                                          const u32* tensor_amax, float* tensor_scale_out, ScaleGeom geom) {
-    constexpr u32 mode = MODE;
     constexpr int CHUNKS = In::CHUNKS;
     // NVFP4 two-level (mode 2): the tensor scale, from the finite amax the first kernel found
     // (or the caller gave), is computed after the first tile's loads are issued and written
     // out at the end: before them, the division (whose slow paths are calls) and the store
     // (which may alias x) kept every load of x waiting for the amax load.
-    const bool two_level = FMT == NV && mode == 2;
+    const bool two_level = FMT == NV && MODE == 2;
     constexpr bool NICE2 = NV2_BF16_NICE && FMT == NV && MODE == 2 && In::BF16 && !SEARCH;
     TensorScale ts{1.0f, 1.0f, true};
     // Groups a thread loads at once.
@@ -764,30 +799,37 @@ __device__ __forceinline__ void quantize(const void* x, u32 chunks, u32* data, u
     // division ahead of every load. Two-level: tiles are taken from the tensor's end, which the
     // amax pass (finite_amax) read last and left in L2.
     const Tiling<FMT, UNROLL> tl(chunks / CHUNKS, geom);
-    for (u32 tile = blockIdx.x; tile < tl.tiles; tile += gridDim.x) {
-        typename Tiling<FMT, UNROLL>::Where where = tl.where(two_level ? tl.tiles - 1 - tile : tile, geom);
+    if constexpr (!QUANT_PREFETCH && !NICE2) {
+        // One load site: the loop as written.
+        for (u32 tile = blockIdx.x; tile < tl.tiles; tile += gridDim.x) {
+            const typename Tiling<FMT, UNROLL>::Where where = tl.where(two_level ? tl.tiles - 1 - tile : tile, geom);
+            typename In::Raw raw[UNROLL];
+            load_tile<In>(x, tl, where, geom, raw);
+            if (two_level && tile == blockIdx.x) {
+                const u32 ab = *tensor_amax;
+                ts.t = ab == 0 ? 1.0f : __fdiv_rn(__uint_as_float(ab), 2688.0f);
+                ts.rt = __frcp_rn(ts.t);
+                ts.nice = ts.t >= 0x1p-40f && ts.t <= 0x1p40f;
+            }
+            quantize_tile<In, FMT, SEARCH, MODE, false>(raw, tl, where, ts, data, scale, geom);
+        }
+    } else if (blockIdx.x < tl.tiles) {
+        const u32 tile = blockIdx.x;
+        const typename Tiling<FMT, UNROLL>::Where where = tl.where(two_level ? tl.tiles - 1 - tile : tile, geom);
         typename In::Raw raw[UNROLL];
         load_tile<In>(x, tl, where, geom, raw);
-        if (two_level && tile == blockIdx.x) {
+        if (two_level) {
             const u32 ab = *tensor_amax;
             ts.t = ab == 0 ? 1.0f : __fdiv_rn(__uint_as_float(ab), 2688.0f);
             ts.rt = __frcp_rn(ts.t);
             ts.nice = ts.t >= 0x1p-40f && ts.t <= 0x1p40f;
-            if constexpr (NICE2) {
-                if (ts.nice) {
-                    // This tile and the rest with the tensor scale known nice.
-                    while (true) {
-                        quantize_tile<In, FMT, SEARCH, MODE, true>(raw, tl, where, ts, data, scale, geom);
-                        tile += gridDim.x;
-                        if (tile >= tl.tiles) break;
-                        where = tl.where(tl.tiles - 1 - tile, geom);
-                        load_tile<In>(x, tl, where, geom, raw);
-                    }
-                    break;
-                }
-            }
         }
-        quantize_tile<In, FMT, SEARCH, MODE, false>(raw, tl, where, ts, data, scale, geom);
+        // NICE2: the loop a second time, for a nice tensor scale.
+        if (NICE2 && ts.nice) {
+            tile_loop<In, FMT, SEARCH, MODE, NICE2>(x, tl, tile, two_level, raw, where, ts, data, scale, geom);
+        } else {
+            tile_loop<In, FMT, SEARCH, MODE, false>(x, tl, tile, two_level, raw, where, ts, data, scale, geom);
+        }
     }
     if (two_level && blockIdx.x == 0 && threadIdx.x == 0) *tensor_scale_out = ts.t;
 }
@@ -845,11 +887,13 @@ __device__ __forceinline__ void finite_amax(const void* x, u32 chunks, u32* out)
 // (reports/sm_90/quant/speed, the register-cap call): bf16 MXFP4 at 4 CTAs -4%, bf16 NVFP4 at
 // 4 the same; f32 at 4, one-level NVFP4 -2 to -4% (60 registers offline, no spill), the other
 // f32 entries the same; bf16 one-level NVFP4 at 6 (40 registers) the same or a point lower
-// (reports/sm_90/quant/experiments/two-level-bf16).
+// in row order (reports/sm_90/quant/experiments/two-level-bf16), and in the bands of the tiled
+// layouts 92% of the copy against 91 / 90% at 5 (128x4 / 8x4; reports/sm_90/quant/speed), so
+// 6 there.
 // Everything else, and other GPUs, keep the compiler's choice. For tuning (FP4PROBE_QUANT_DEFINES,
 // src/quant/cuda.rs): QUANT_MIN_BLOCKS sets one value for every entry; QUANT_MIN_BLOCKS_F32,
 // _BF16_MX and _BF16_NV the value of the quantization entries of those inputs and formats,
-// _BF16_NV1 that of one-level NVFP4 alone (default _BF16_NV).
+// _BF16_NV1 that of one-level NVFP4 alone (default _BF16_NV, 6 in the tiled layouts).
 #ifndef QUANT_MIN_BLOCKS_F32
 #define QUANT_MIN_BLOCKS_F32 1
 #endif
@@ -860,7 +904,7 @@ __device__ __forceinline__ void finite_amax(const void* x, u32 chunks, u32* out)
 #define QUANT_MIN_BLOCKS_BF16_NV (__CUDA_ARCH__ == 900 ? 5 : 1)
 #endif
 #ifndef QUANT_MIN_BLOCKS_BF16_NV1
-#define QUANT_MIN_BLOCKS_BF16_NV1 QUANT_MIN_BLOCKS_BF16_NV
+#define QUANT_MIN_BLOCKS_BF16_NV1 (__CUDA_ARCH__ == 900 && SCALE_LAYOUT != 0 ? 6 : QUANT_MIN_BLOCKS_BF16_NV)
 #endif
 template <class In, int FMT, bool SEARCH, u32 MODE>
 struct MinBlocks {

@@ -213,7 +213,11 @@ fn unclamped_grid_rounding_equals_the_encoder_below_7() {
         let q = f32::from_bits(bits);
         assert_eq!(nv2_grid(q), e2m1_encode(q), "{q}");
     }
-    assert_ne!(nv2_grid(7.0), e2m1_encode(7.0), "7 is the first quotient that needs the clamp");
+    assert_ne!(
+        nv2_grid(7.0),
+        e2m1_encode(7.0),
+        "7 is the first quotient that needs the clamp"
+    );
 }
 
 #[test]
