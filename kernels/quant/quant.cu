@@ -638,7 +638,11 @@ __device__ __forceinline__ void load_tile(const void* x, const Tiling<FMT, UNROL
 // a group takes no branch on it, the block scale byte comes from one branch-free sequence,
 // the clamp of the quotients at 6 runs only in warps where a block scale is 448 (elsewhere
 // every quotient is below 7, where the grid rounding gives 6 unclamped: pair_codes.rs), and
-// the signs are gathered with sign-replicating byte permutes.
+// the signs are gathered with sign-replicating byte permutes: 16.9 instructions an element
+// against 18.2 (Nsight Compute, H200), but 84 / 77 / 78% of the copy (linear / 128x4 /
+// 8x4) against 81 / 78 / 79% in one round and the same in another (reports/sm_90/quant/
+// experiments/nice-loop-and-prefetch), so off: a tuning knob (FP4PROBE_QUANT_DEFINES=
+// NV2_BF16_NICE=1).
 #ifndef NV2_BF16_NICE
 #define NV2_BF16_NICE 0
 #endif
@@ -741,39 +745,20 @@ __device__ __forceinline__ void quantize_tile(const typename In::Raw (&raw)[UNRO
     }
 }
 
-// Tiles a CTA loads ahead (0 or 1): with 1 the next tile's loads are issued before this one's
-// groups are encoded, registers for two tiles held (a tuning knob, FP4PROBE_QUANT_DEFINES=
-// QUANT_PREFETCH=1, with the grid capped by FP4PROBE_QUANT_CTAS_PER_SM so CTAs loop).
-#ifndef QUANT_PREFETCH
-#define QUANT_PREFETCH 0
-#endif
-
 // The CTA tiles tile, tile + gridDim.x, ... (raw and where: the first, loaded), in the order of
-// `reverse`.
+// `reverse`. Loading the next tile before encoding this one (registers for two tiles, the grid
+// capped at 5 CTAs an SM so CTAs loop) measured slower: bf16 two-level NVFP4 60% of the copy
+// against 81% (reports/sm_90/quant/experiments/nice-loop-and-prefetch).
 template <class In, int FMT, bool SEARCH, u32 MODE, bool NICE2, int UNROLL>
 __device__ __forceinline__ void tile_loop(const void* x, const Tiling<FMT, UNROLL>& tl, u32 tile, bool reverse,
                                           typename In::Raw (&raw)[UNROLL], typename Tiling<FMT, UNROLL>::Where where,
                                           const TensorScale& ts, u32* data, u8* scale, const ScaleGeom& geom) {
     while (true) {
-        const u32 next = tile + gridDim.x;
-        const bool more = next < tl.tiles;
-        typename In::Raw ahead[UNROLL];
-        typename Tiling<FMT, UNROLL>::Where where_ahead;
-        if (QUANT_PREFETCH && more) {
-            where_ahead = tl.where(reverse ? tl.tiles - 1 - next : next, geom);
-            load_tile<In>(x, tl, where_ahead, geom, ahead);
-        }
         quantize_tile<In, FMT, SEARCH, MODE, NICE2>(raw, tl, where, ts, data, scale, geom);
-        if (!more) return;
-        tile = next;
-        if (QUANT_PREFETCH) {
-            where = where_ahead;
-#pragma unroll
-            for (int u = 0; u < UNROLL; u++) raw[u] = ahead[u];
-        } else {
-            where = tl.where(reverse ? tl.tiles - 1 - tile : tile, geom);
-            load_tile<In>(x, tl, where, geom, raw);
-        }
+        tile += gridDim.x;
+        if (tile >= tl.tiles) return;
+        where = tl.where(reverse ? tl.tiles - 1 - tile : tile, geom);
+        load_tile<In>(x, tl, where, geom, raw);
     }
 }
 
@@ -799,7 +784,7 @@ __device__ __forceinline__ void quantize(const void* x, u32 chunks, u32* data, u
     // division ahead of every load. Two-level: tiles are taken from the tensor's end, which the
     // amax pass (finite_amax) read last and left in L2.
     const Tiling<FMT, UNROLL> tl(chunks / CHUNKS, geom);
-    if constexpr (!QUANT_PREFETCH && !NICE2) {
+    if constexpr (!NICE2) {
         // One load site: the loop as written.
         for (u32 tile = blockIdx.x; tile < tl.tiles; tile += gridDim.x) {
             const typename Tiling<FMT, UNROLL>::Where where = tl.where(two_level ? tl.tiles - 1 - tile : tile, geom);
