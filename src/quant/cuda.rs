@@ -15,6 +15,7 @@ use std::cell::OnceCell;
 /// then the kernels.
 pub const SOURCE: &str = concat!(
     include_str!("../../kernels/quant/fp4_codecs.cuh"),
+    include_str!("../../kernels/quant/scale_tiling.cuh"),
     include_str!("../../kernels/quant/quant.cu")
 );
 
