@@ -9,15 +9,17 @@
 #   2. the GPU tests (the independent vectors, the CPU reference on awkward tensors, the tiled
 #      layouts, bf16 two-level blocks at the E2M1 midpoints);
 #   3. the kernels under other FP4PROBE_QUANT_DEFINES (VARIANTS: "name|defines|dtypes|env"
-#      entries separated by ';', env: VAR=value words for the bench; by default the kernels without this tree's changes: row-order tiled
-#      scales, two-level bf16 through group_codes, integer bf16 amax), then the default again,
-#      unchecked;
+#      entries separated by ';', env: VAR=value words for the bench; by default "prior": tiled
+#      scales in row order, the integer bf16 amax, one-level bf16 at 5 CTAs), then the
+#      defaults again, unchecked;
 #   4. Nsight Compute (unlocked clocks) on two-level NVFP4 of bf16 (linear) and one-level NVFP4
 #      of bf16 (128x4);
 #   5. compute-sanitizer memcheck with --check-cpu on 333x1120 (rows that do not fill a tile, a
 #      row of 70 blocks: two 64-block bands): bf16 two-level NVFP4 (given amax in 128x4, its
-#      own amax linear), one-level NVFP4 of bf16 and f32 in 128x4 and 8x4;
+#      own amax linear), one-level NVFP4 of bf16 in 128x4 and 8x4 and of f32 in 128x4,
+#      two-level NVFP4 of f32 in 8x4;
 #   6. attention on Q, K, V quantized by `quantize --backend cuda` (V with --attention-v).
+# STEPS (default 123456) picks the steps to run.
 # Every step tars its files into $OUT/results.tgz as it ends (a call cut short keeps what ran).
 # The test binaries find their fixtures where they were built, and gpu_attention runs the
 # fp4probe binary it was built with: link that path to this checkout and put fp4probe there
@@ -27,7 +29,7 @@ B=${B:-.dev/bin}
 OUT=${OUT:-/tmp/fp4probe-out}
 R=$OUT/r
 mkdir -p "$R"; L=$R/run.log
-VARIANTS=${VARIANTS:-"prior|NV_BANDS=0 NV2_BF16_NICE=0 BF16_AMAX_HMNMX=0|f32,bf16"}
+VARIANTS=${VARIANTS:-"prior|NV_BANDS=0 BF16_AMAX_HMNMX=0 QUANT_MIN_BLOCKS_BF16_NV1=5|f32,bf16|"}
 STEPS=${STEPS:-123456}
 T0=$SECONDS
 done_step() { echo "  [t=$((SECONDS - T0))s]" | tee -a "$L"; tar czf "$OUT/results.tgz" -C "$R" .; }
