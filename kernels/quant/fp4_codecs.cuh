@@ -117,6 +117,14 @@ __device__ __forceinline__ u32 bf16x2_fma(u32 a, u32 b, u32 c) {
     return d;
 }
 
+// max(|a|, |b|) on the two bf16 halves at once, NaN (canonical) if either is NaN; the sign of
+// each half is the xor of the inputs' signs (the caller clears it).
+__device__ __forceinline__ u32 bf16x2_max_abs(u32 a, u32 b) {
+    u32 d;
+    asm("max.NaN.xorsign.abs.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+    return d;
+}
+
 // 2^(127-b), the reciprocal of a finite E8M0 scale b, in both halves of a bf16 pair (exponent
 // field 254 - b; b = 254 gives 2^-127, the bf16 subnormal 0x0040).
 __device__ __forceinline__ u32 e8m0_reciprocal_bf16x2(u32 b) {

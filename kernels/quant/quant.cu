@@ -17,8 +17,8 @@
 // e2m1_grid), and bf16 inputs of MXFP4 and one-level NVFP4 are encoded two elements an
 // instruction in bf16/f16 pair arithmetic (e2m1x2_bf16_scaled, e2m1x2_bf16_nv1).
 
-// The codecs (E2M1, E8M0, E4M3, division) are in fp4_codecs.cuh, which src/quant/cuda.rs
-// puts in front of this file.
+// The codecs (E2M1, E8M0, E4M3, division) are in fp4_codecs.cuh, where the groups and scale
+// bytes go in scale_tiling.cuh; src/quant/cuda.rs puts both in front of this file.
 
 // ---- input formats: the N elements of group g, as loaded (Raw) and widened exactly to f32 ---
 //
@@ -102,6 +102,12 @@ struct InF32 : Bytes<4> {
 #define UNROLL_16BIT_NV 4
 #endif
 
+// The bf16 amax of a group by packed bf16 max (1) or by integer max on the masked halves (0):
+// a tuning knob (FP4PROBE_QUANT_DEFINES=BF16_AMAX_HMNMX=0).
+#ifndef BF16_AMAX_HMNMX
+#define BF16_AMAX_HMNMX 1
+#endif
+
 // 16-bit inputs: 16 elements, each widened exactly by Widen. The amax is taken on the packed
 // halves (two elements per instruction); |x| orders like its bit pattern in bf16 and f16 as
 // in f32, and widening keeps that order, NaN included.
@@ -131,6 +137,16 @@ struct In16 : Bytes<2> {
     }
     static __device__ __forceinline__ u32 amax(const Raw& r) {
         const uint4 a = r.q[0], b = r.q[1];
+        if constexpr (Widen::BF16 && BF16_AMAX_HMNMX) {
+            // max.NaN.xorsign.abs on the bf16 pairs: |a| and |b| are operand modifiers, so the
+            // tree is 7 instructions for 16 elements (the integer form masks every word
+            // first); the max of two magnitudes is the integer max of their bits, NaN above
+            // every number (max.NaN, canonical), subnormals kept (bf16 max has no ftz). The
+            // signs the xorsign leaves are cleared with the widening: the high half's bits.
+            const u32 m = bf16x2_max_abs(bf16x2_max_abs(bf16x2_max_abs(a.x, a.y), bf16x2_max_abs(a.z, a.w)),
+                                         bf16x2_max_abs(bf16x2_max_abs(b.x, b.y), bf16x2_max_abs(b.z, b.w)));
+            return bf16x2_max_abs(m, __byte_perm(m, 0, 0x1032)) & 0x7fff0000u;
+        }
         const u32 m = __vmaxu2(__vmaxu2(__vmaxu2(a.x & 0x7fff7fffu, a.y & 0x7fff7fffu),
                                         __vmaxu2(a.z & 0x7fff7fffu, a.w & 0x7fff7fffu)),
                                __vmaxu2(__vmaxu2(b.x & 0x7fff7fffu, b.y & 0x7fff7fffu),
@@ -201,7 +217,6 @@ __device__ __forceinline__ u32 nv_scale(u32 amax, bool two_level, const TensorSc
 
 // ---- one group ------------------------------------------------------------------------------
 
-enum { MX = 0, NV = 1 };
 
 // What one block's elements are multiplied (MX) or divided (NV) by, and what a code is worth;
 // fast: NV's Markstein division is exact for every element (markstein_safe; always for one
@@ -324,10 +339,13 @@ __device__ __forceinline__ u32 nv1_bf16_chunk(const Bytes<2>::Raw& r, int c, flo
 // two-level-bf16): the blocks where that differs from the division are those where a midpoint
 // times d lies next to a bf16 value, and with a bf16 tensor amax (d = amax/2688 · scale,
 // 2688 = 2^7·3·7) they were a quarter of the blocks, so warps ran both paths.
+template <bool CLAMP = true>
 __device__ __forceinline__ u32 e2m1_mag22_nv2(float x, float d, float rd) {
     const float a = fabsf(x);
     const float y = __fmul_rn(a, rd);
-    const float q = fminf(__fmaf_rn(__fmaf_rn(-y, d, a), rd, y), 6.0f);
+    const float m = __fmaf_rn(__fmaf_rn(-y, d, a), rd, y);
+    // Unclamped (the caller knows m < 7), m in [6, 7) lands on 6 as clamped.
+    const float q = CLAMP ? fminf(m, 6.0f) : m;
     const float c = __uint_as_float(__viaddmax_u32(__float_as_uint(q) & 0x7f800000u, 0x0b400000u, 0x4ac00000u));
     return __float_as_uint(__fmaf_rn(__fadd_rn(q, c), 0x1p-126f, __fmul_rn(c, -0x1p-126f)));
 }
@@ -387,48 +405,6 @@ __device__ __forceinline__ float block_sse(const float* v, const u32* words, flo
 #pragma unroll
     for (int o = 1; o < TPB; o <<= 1) acc = __fadd_rn(acc, __shfl_xor_sync(0xffffffffu, acc, o));
     return acc;
-}
-
-// Threads per CTA of the quantization kernels (the host's THREADS, src/quant/cuda.rs).
-#define QUANT_THREADS 256
-
-// ---- where a block's scale byte goes (src/quant/layout.rs) ------------------------------------
-//
-// SCALE_LAYOUT is fixed per compiled module (src/quant/cuda.rs compiles one per layout, when a
-// layout is first asked for), so the linear kernels carry none of the tiled arithmetic:
-// 0 linear (byte = block index), 1 the 128x4 tiles of block-scaled GEMMs (cuBLAS, CUTLASS
-// SM100, torchao to_blocked), 2 FlashInfer's 8x4 tiles. The kernels write the tiled layouts
-// directly; padding bytes are never written (the host zeroes the buffer).
-#ifndef SCALE_LAYOUT
-#define SCALE_LAYOUT 0
-#endif
-
-// The scale grid: blocks a row (cols), the magic number and shift that divide by it
-// (layout.rs: fast_div_magic), and the bytes of one row of tiles.
-struct ScaleGeom {
-    u32 cols, magic, shift, row_tile_bytes;
-};
-
-// n / cols for every n < 2^31 (Granlund-Montgomery; layout.rs: fast_div_magic).
-__device__ __forceinline__ u32 fast_div(u32 n, const ScaleGeom& s) {
-    return __umulhi(n << 1, s.magic) >> s.shift;
-}
-
-// Byte offset of block b's scale (b = row * cols + col; layout.rs: ScaleGrid::offset), with
-// the masks and shifts of the formula folded into multiplies (32-bit wrapping arithmetic, exact
-// since the offset fits): with t = row / 128 and q = row % 128, 128x4's
-// t·RT + (q % 32)·16 + (q / 32)·4 + (col / 4)·512 + col % 4 is
-// t·(RT − 2048) + row·16 − ((row / 32) % 4)·508 + col·128 − (col % 4)·127, and 8x4's
-// (row / 8)·RT + (row % 8)·4 + (col / 4)·32 + col % 4 is (row / 8)·(RT − 32) + row·4 + col·8 −
-// (col % 4)·7. Multiplies run on the FMA pipe; the integer ALU is what limits these kernels.
-__device__ __forceinline__ u32 scale_offset(u32 b, const ScaleGeom& s) {
-    if (SCALE_LAYOUT == 0) return b;
-    const u32 row = fast_div(b, s);
-    const u32 col = b - row * s.cols;
-    if (SCALE_LAYOUT == 1)
-        return (row >> 7) * (s.row_tile_bytes - 2048u) + row * 16u - ((row >> 5) & 3u) * 508u + col * 128u -
-               (col & 3u) * 127u;
-    return (row >> 3) * (s.row_tile_bytes - 32u) + row * 4u + col * 8u - (col & 3u) * 7u;
 }
 
 // The UNROLL groups base, base + blockDim.x, ... of this thread, all loads issued before
@@ -509,70 +485,187 @@ __device__ __forceinline__ void group_codes(const typename In::Raw& raw, u32 nai
     }
 }
 
+// Two-level NVFP4 of bf16 inputs under a nice tensor scale (1; 0: group_codes as for any
+// tensor scale): the tile loop is compiled a second time with the tensor scale known nice, so
+// a group takes no branch on it, the block scale byte comes from one branch-free sequence,
+// the clamp of the quotients at 6 runs only in warps where a block scale is 448 (elsewhere
+// every quotient is below 7, where the grid rounding gives 6 unclamped: pair_codes.rs), and
+// the signs are gathered with sign-replicating byte permutes: 16.9 instructions an element
+// against 18.2 (Nsight Compute, H200), but 84 / 77 / 78% of the copy (linear / 128x4 /
+// 8x4) against 81 / 78 / 79% in one round and the same in another (reports/sm_90/quant/
+// experiments/nice-loop-and-prefetch), so off: a tuning knob (FP4PROBE_QUANT_DEFINES=
+// NV2_BF16_NICE=1).
+#ifndef NV2_BF16_NICE
+#define NV2_BF16_NICE 0
+#endif
+
+// Two-level NVFP4 block scale byte under a nice tensor scale: nv_scale's nice branch, with the
+// E4M3 saturation of the conversion doing the clamp at 448.
+__device__ __forceinline__ u32 nv2_scale_nice(u32 amax, const TensorScale& ts) {
+    const float a = __uint_as_float(amax), sixth = __uint_as_float(0x3e2aaaabu);
+    const float bs = fminf(div_markstein_nonneg(a, 6.0f, sixth), 0x1p80f);
+    const u32 byte = e4m3x2_round(fmaxf(div_markstein_nonneg(bs, ts.t, ts.rt), 0.015625f), 0.0f) & 0xffu;
+    return amax >= F32_INF_BITS ? E4M3_NAN : byte;
+}
+
+// The signs of a chunk's 8 bf16 elements at bits 4i+3, every other bit zero: two permutes
+// gather the sign bytes (odd elements' first), two more put them in order with each byte's
+// sign replicated through it (prmt's sign mode), and the masks keep bit 7 of the odd and bit
+// 3 of the even.
+__device__ __forceinline__ u32 prmt_sign(u32 a, u32 b, u32 sel) {
+    u32 d;
+    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(sel));
+    return d;
+}
+__device__ __forceinline__ u32 bf16_signs8(const uint4 q) {
+    const u32 lo = __byte_perm(q.x, q.y, 0x5173), hi = __byte_perm(q.z, q.w, 0x5173);
+    return (prmt_sign(lo, hi, 0xdc98) & 0x80808080u) | (prmt_sign(lo, hi, 0xfeba) & 0x08080808u);
+}
+
+// Chunk c's two-level NVFP4 codes of a bf16 group, signs included, under a nice tensor scale.
+template <bool CLAMP>
+__device__ __forceinline__ u32 nv2_bf16_chunk_nice(const Bytes<2>::Raw& r, int c, float d, float rd) {
+    const uint4 q = r.q[c];
+    const u32 w[4] = {q.x, q.y, q.z, q.w};
+    u32 word = bf16_signs8(q);
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        word += place_mag(e2m1_mag22_nv2<CLAMP>(__uint_as_float(w[i] << 16), d, rd), 2 * i);
+        word += place_mag(e2m1_mag22_nv2<CLAMP>(__uint_as_float(w[i] & 0xffff0000u), d, rd), 2 * i + 1);
+    }
+    return word;
+}
+
+// One CTA tile's groups: scales, codes, stores. NICE2: two-level NVFP4 of bf16 under a nice
+// tensor scale (NV2_BF16_NICE).
+template <class In, int FMT, bool SEARCH, u32 MODE, bool NICE2, int UNROLL>
+__device__ __forceinline__ void quantize_tile(const typename In::Raw (&raw)[UNROLL], const Tiling<FMT, UNROLL>& tl,
+                                              const typename Tiling<FMT, UNROLL>::Where& where, const TensorScale& ts,
+                                              u32* data, u8* scale, const ScaleGeom& geom) {
+    constexpr u32 mode = MODE;
+    constexpr int CHUNKS = In::CHUNKS;
+    constexpr int TPB = (FMT == MX ? 32 : 16) / In::N;  // lanes per quantization block
+    const bool two_level = FMT == NV && mode == 2;
+#pragma unroll
+    for (int u = 0; u < UNROLL; u++) {
+        const GroupAt at = tl.at(where, u, geom);
+        u32 amax = In::amax(raw[u]);
+        u32 byte;
+        const u32 nan_byte = FMT == MX ? E8M0_NAN : E4M3_NAN;
+        u32 words[CHUNKS];
+        bool nan_block;
+        if constexpr (NICE2) {
+            byte = nv2_scale_nice(amax, ts);
+            nan_block = byte == nan_byte;
+            // A NaN block's scale decodes to NaN: its codes are garbage, replaced below.
+            const float d = __fmul_rn(ts.t, e4m3_to_f32(byte)), rd = rcp_rn_normal(d);
+            if (__any_sync(0xffffffffu, byte >= 0x7eu)) {
+#pragma unroll
+                for (int c = 0; c < CHUNKS; c++) words[c] = nv2_bf16_chunk_nice<true>(raw[u], c, d, rd);
+            } else {
+#pragma unroll
+                for (int c = 0; c < CHUNKS; c++) words[c] = nv2_bf16_chunk_nice<false>(raw[u], c, d, rd);
+            }
+        } else {
+#pragma unroll
+            for (int o = 1; o < TPB; o <<= 1) amax = max(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+            byte = FMT == MX ? mx_scale(mode, amax) : nv_scale(amax, two_level, ts);
+            // Every lane runs the same instructions from here on: block_sse shuffles across the
+            // warp with a full mask, so no lane may branch around it. A NaN block is encoded with
+            // a stand-in scale (scale 1) and its results are replaced at the end.
+            nan_block = byte == nan_byte;
+            const u32 naive = nan_block ? (FMT == MX ? 127u : 0x38u) : byte;
+            group_codes<In, FMT, SEARCH, MODE, TPB>(raw[u], naive, two_level, ts, byte, words);
+        }
+        if (nan_block) {
+            byte = nan_byte;
+#pragma unroll
+            for (int i = 0; i < CHUNKS; i++) words[i] = 0;
+        }
+        if (at.valid) {
+            if (CHUNKS == 2) {
+                __stcs(reinterpret_cast<uint2*>(data) + at.g, make_uint2(words[0], words[CHUNKS - 1]));
+            } else {
+                __stcs(data + at.g, words[0]);
+            }
+            if (Tiling<FMT, UNROLL>::BANDS) {
+                scale[at.scale] = (u8)byte;
+            } else if ((at.g & (TPB - 1)) == 0) {
+                scale[scale_offset((u32)(at.g / TPB), geom)] = (u8)byte;
+            }
+        }
+    }
+}
+
+// The CTA tiles tile, tile + gridDim.x, ... (raw and where: the first, loaded), in the order of
+// `reverse`. Loading the next tile before encoding this one (registers for two tiles, the grid
+// capped at 5 CTAs an SM so CTAs loop) measured slower: bf16 two-level NVFP4 60% of the copy
+// against 81% (reports/sm_90/quant/experiments/nice-loop-and-prefetch).
+template <class In, int FMT, bool SEARCH, u32 MODE, bool NICE2, int UNROLL>
+__device__ __forceinline__ void tile_loop(const void* x, const Tiling<FMT, UNROLL>& tl, u32 tile, bool reverse,
+                                          typename In::Raw (&raw)[UNROLL], typename Tiling<FMT, UNROLL>::Where where,
+                                          const TensorScale& ts, u32* data, u8* scale, const ScaleGeom& geom) {
+    while (true) {
+        quantize_tile<In, FMT, SEARCH, MODE, NICE2>(raw, tl, where, ts, data, scale, geom);
+        tile += gridDim.x;
+        if (tile >= tl.tiles) return;
+        where = tl.where(reverse ? tl.tiles - 1 - tile : tile, geom);
+        load_tile<In>(x, tl, where, geom, raw);
+    }
+}
+
 // MODE is compile-time (one entry point per mode): a run-time mode would put a branch into
 // every group, which splits the unrolled groups into separately scheduled pieces. `chunks`
 // counts 8-element chunks (the host's unit for every input type).
 template <class In, int FMT, bool SEARCH, u32 MODE>
 __device__ __forceinline__ void quantize(const void* x, u32 chunks, u32* data, u8* scale,
                                          const u32* tensor_amax, float* tensor_scale_out, ScaleGeom geom) {
-    constexpr u32 mode = MODE;
     constexpr int CHUNKS = In::CHUNKS;
-    constexpr int TPB = (FMT == MX ? 32 : 16) / In::N;  // lanes per quantization block
-    const u32 groups = chunks / CHUNKS;
     // NVFP4 two-level (mode 2): the tensor scale, from the finite amax the first kernel found
     // (or the caller gave), is computed after the first tile's loads are issued and written
     // out at the end: before them, the division (whose slow paths are calls) and the store
     // (which may alias x) kept every load of x waiting for the amax load.
-    const bool two_level = FMT == NV && mode == 2;
+    const bool two_level = FMT == NV && MODE == 2;
+    constexpr bool NICE2 = NV2_BF16_NICE && FMT == NV && MODE == 2 && In::BF16 && !SEARCH;
     TensorScale ts{1.0f, 1.0f, true};
     // Groups a thread loads at once.
     constexpr int UNROLL = FMT == MX ? In::UNROLL_MX : In::UNROLL;
-    // Tiles of QUANT_THREADS·UNROLL groups; a CTA takes tiles blockIdx.x, + gridDim.x, ... (the
-    // host launches one CTA per tile unless FP4PROBE_QUANT_CTAS_PER_SM caps the grid). The
-    // tile size is a compile-time power of two: with blockDim.x it was a 64-bit division
-    // ahead of every load. Two-level: tiles are taken from the tensor's end, which the amax
-    // pass (finite_amax) read last and left in L2.
-    constexpr u32 TILE = QUANT_THREADS * UNROLL;
-    const u32 tiles = groups / TILE + (groups % TILE != 0);
-    for (u32 tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-        const u64 cta = two_level ? tiles - 1 - tile : tile;
-        const u64 base = cta * TILE + threadIdx.x;
+    // CTA tiles of QUANT_THREADS·UNROLL groups (Tiling); a CTA takes tiles blockIdx.x, +
+    // gridDim.x, ... (the host launches one CTA per tile unless FP4PROBE_QUANT_CTAS_PER_SM caps
+    // the grid). The tile size is a compile-time power of two: with blockDim.x it was a 64-bit
+    // division ahead of every load. Two-level: tiles are taken from the tensor's end, which the
+    // amax pass (finite_amax) read last and left in L2.
+    const Tiling<FMT, UNROLL> tl(chunks / CHUNKS, geom);
+    if constexpr (!NICE2) {
+        // One load site: the loop as written.
+        for (u32 tile = blockIdx.x; tile < tl.tiles; tile += gridDim.x) {
+            const typename Tiling<FMT, UNROLL>::Where where = tl.where(two_level ? tl.tiles - 1 - tile : tile, geom);
+            typename In::Raw raw[UNROLL];
+            load_tile<In>(x, tl, where, geom, raw);
+            if (two_level && tile == blockIdx.x) {
+                const u32 ab = *tensor_amax;
+                ts.t = ab == 0 ? 1.0f : __fdiv_rn(__uint_as_float(ab), 2688.0f);
+                ts.rt = __frcp_rn(ts.t);
+                ts.nice = ts.t >= 0x1p-40f && ts.t <= 0x1p40f;
+            }
+            quantize_tile<In, FMT, SEARCH, MODE, false>(raw, tl, where, ts, data, scale, geom);
+        }
+    } else if (blockIdx.x < tl.tiles) {
+        const u32 tile = blockIdx.x;
+        const typename Tiling<FMT, UNROLL>::Where where = tl.where(two_level ? tl.tiles - 1 - tile : tile, geom);
         typename In::Raw raw[UNROLL];
-        load_groups<In, UNROLL>(x, base, groups, raw);
-        if (two_level && tile == blockIdx.x) {
+        load_tile<In>(x, tl, where, geom, raw);
+        if (two_level) {
             const u32 ab = *tensor_amax;
             ts.t = ab == 0 ? 1.0f : __fdiv_rn(__uint_as_float(ab), 2688.0f);
             ts.rt = __frcp_rn(ts.t);
             ts.nice = ts.t >= 0x1p-40f && ts.t <= 0x1p40f;
         }
-#pragma unroll
-        for (int u = 0; u < UNROLL; u++) {
-            u64 g = base + (u64)u * blockDim.x;
-            u32 amax = In::amax(raw[u]);
-#pragma unroll
-            for (int o = 1; o < TPB; o <<= 1) amax = max(amax, __shfl_xor_sync(0xffffffffu, amax, o));
-            u32 byte = FMT == MX ? mx_scale(mode, amax) : nv_scale(amax, two_level, ts);
-            const u32 nan_byte = FMT == MX ? E8M0_NAN : E4M3_NAN;
-            // Every lane runs the same instructions from here on: block_sse shuffles across the
-            // warp with a full mask, so no lane may branch around it. A NaN block is encoded with
-            // a stand-in scale (scale 1) and its results are replaced at the end.
-            const bool nan_block = byte == nan_byte;
-            const u32 naive = nan_block ? (FMT == MX ? 127u : 0x38u) : byte;
-            u32 words[CHUNKS];
-            group_codes<In, FMT, SEARCH, MODE, TPB>(raw[u], naive, two_level, ts, byte, words);
-            if (nan_block) {
-                byte = nan_byte;
-#pragma unroll
-                for (int i = 0; i < CHUNKS; i++) words[i] = 0;
-            }
-            if (g < groups) {
-                if (CHUNKS == 2) {
-                    __stcs(reinterpret_cast<uint2*>(data) + g, make_uint2(words[0], words[CHUNKS - 1]));
-                } else {
-                    __stcs(data + g, words[0]);
-                }
-                if ((g & (TPB - 1)) == 0) scale[scale_offset((u32)(g / TPB), geom)] = (u8)byte;
-            }
+        // NICE2: the loop a second time, for a nice tensor scale.
+        if (NICE2 && ts.nice) {
+            tile_loop<In, FMT, SEARCH, MODE, NICE2>(x, tl, tile, two_level, raw, where, ts, data, scale, geom);
+        } else {
+            tile_loop<In, FMT, SEARCH, MODE, false>(x, tl, tile, two_level, raw, where, ts, data, scale, geom);
         }
     }
     if (two_level && blockIdx.x == 0 && threadIdx.x == 0) *tensor_scale_out = ts.t;
@@ -631,11 +724,13 @@ __device__ __forceinline__ void finite_amax(const void* x, u32 chunks, u32* out)
 // (reports/sm_90/quant/speed, the register-cap call): bf16 MXFP4 at 4 CTAs -4%, bf16 NVFP4 at
 // 4 the same; f32 at 4, one-level NVFP4 -2 to -4% (60 registers offline, no spill), the other
 // f32 entries the same; bf16 one-level NVFP4 at 6 (40 registers) the same or a point lower
-// (reports/sm_90/quant/experiments/two-level-bf16).
+// in row order (reports/sm_90/quant/experiments/two-level-bf16), and in the bands of the tiled
+// layouts 92% of the copy against 91 / 90% at 5 (128x4 / 8x4; reports/sm_90/quant/speed), so
+// 6 there.
 // Everything else, and other GPUs, keep the compiler's choice. For tuning (FP4PROBE_QUANT_DEFINES,
 // src/quant/cuda.rs): QUANT_MIN_BLOCKS sets one value for every entry; QUANT_MIN_BLOCKS_F32,
 // _BF16_MX and _BF16_NV the value of the quantization entries of those inputs and formats,
-// _BF16_NV1 that of one-level NVFP4 alone (default _BF16_NV).
+// _BF16_NV1 that of one-level NVFP4 alone (default _BF16_NV, 6 in the tiled layouts).
 #ifndef QUANT_MIN_BLOCKS_F32
 #define QUANT_MIN_BLOCKS_F32 1
 #endif
@@ -646,7 +741,7 @@ __device__ __forceinline__ void finite_amax(const void* x, u32 chunks, u32* out)
 #define QUANT_MIN_BLOCKS_BF16_NV (__CUDA_ARCH__ == 900 ? 5 : 1)
 #endif
 #ifndef QUANT_MIN_BLOCKS_BF16_NV1
-#define QUANT_MIN_BLOCKS_BF16_NV1 QUANT_MIN_BLOCKS_BF16_NV
+#define QUANT_MIN_BLOCKS_BF16_NV1 (__CUDA_ARCH__ == 900 && SCALE_LAYOUT != 0 ? 6 : QUANT_MIN_BLOCKS_BF16_NV)
 #endif
 template <class In, int FMT, bool SEARCH, u32 MODE>
 struct MinBlocks {
@@ -666,9 +761,10 @@ struct MinBlocks {
 #define QUANT_ENTRY(NAME, IN, FMT, SEARCH, MODE)                                                 \
     extern "C" __global__ void __launch_bounds__(QUANT_THREADS, (MinBlocks<IN, FMT, SEARCH, MODE>::value)) \
         NAME(const void* x, u32 chunks, u32* data, u8* scale, const u32* tensor_amax,           \
-             float* tensor_scale_out, u32 cols, u32 magic, u32 shift, u32 row_tile_bytes) {     \
+             float* tensor_scale_out, u32 cols, u32 magic, u32 shift, u32 row_tile_bytes,       \
+             u32 hcount, u32 hmagic, u32 hshift) {                                              \
         quantize<IN, FMT, SEARCH, MODE>(x, chunks, data, scale, tensor_amax, tensor_scale_out,   \
-                                        ScaleGeom{cols, magic, shift, row_tile_bytes});          \
+                                        ScaleGeom{cols, magic, shift, row_tile_bytes, hcount, hmagic, hshift}); \
     }
 
 #define QUANT_INPUTS(OP, FMTNAME, FMT, SEARCH, MODENAME, MODE)                 \

@@ -15,6 +15,7 @@ use std::cell::OnceCell;
 /// then the kernels.
 pub const SOURCE: &str = concat!(
     include_str!("../../kernels/quant/fp4_codecs.cuh"),
+    include_str!("../../kernels/quant/scale_tiling.cuh"),
     include_str!("../../kernels/quant/quant.cu")
 );
 
@@ -316,9 +317,15 @@ impl<'a> QuantKernels<'a> {
         }
         let geom = buf.grid.kernel_geometry()?;
         let f = self.function(spec.scale_layout, &quant_entry(spec, buf.in_type))?;
-        let tiles = (chunks as u64)
-            .div_ceil(THREADS as u64 * buf.in_type.unroll(spec.format))
-            .max(1);
+        let tiles = match (spec.format, buf.grid.layout.tile_rows()) {
+            // NVFP4 in a tiled layout: bands of 8 rows over 64 blocks (quant.cu: Tiling), 16
+            // bands a 128-row tile row.
+            (Format::Nvfp4, Some(tile_rows)) => {
+                (buf.grid.rows.div_ceil(tile_rows) * (tile_rows / 8) * geom.hcount as usize) as u64
+            }
+            _ => (chunks as u64).div_ceil(THREADS as u64 * buf.in_type.unroll(spec.format)),
+        }
+        .max(1);
         let grid = match ctas_per_sm() {
             Some(k) => tiles.min(self.backend.sm_count()? as u64 * k),
             None => tiles,
@@ -337,8 +344,11 @@ impl<'a> QuantKernels<'a> {
             KernelArg::U32(geom.magic),
             KernelArg::U32(geom.shift),
             KernelArg::U32(geom.row_tile_bytes),
+            KernelArg::U32(geom.hcount),
+            KernelArg::U32(geom.hmagic),
+            KernelArg::U32(geom.hshift),
         ];
-        // SAFETY: quantize(const void*, u32, u32*, u8*, const u32*, float*, u32 x4): data
+        // SAFETY: quantize(const void*, u32, u32*, u8*, const u32*, float*, u32 x7): data
         // holds `chunks` words, scale the grid's bytes (every block's offset lies inside it:
         // layout.rs tests), amax and tensor_scale one word each; the grid covers `chunks` and
         // the kernel bounds-checks the tail.

@@ -337,24 +337,37 @@ impl ScaleGrid {
         let row_tile_bytes = u32::try_from(self.row_tile_bytes())
             .map_err(|_| too_big("a tile row", self.row_tile_bytes()))?;
         let (magic, shift) = fast_div_magic(cols);
+        let hcount = cols.div_ceil(BAND_BLOCKS);
+        let (hmagic, hshift) = fast_div_magic(hcount);
         Ok(KernelGeometry {
             cols,
             magic,
             shift,
             row_tile_bytes,
+            hcount,
+            hmagic,
+            hshift,
         })
     }
 }
 
 /// What the kernels need to place a scale: the row length in blocks, the magic number and shift
-/// that divide by it (`fast_div_magic`), and the bytes of a tile row.
+/// that divide by it (`fast_div_magic`), the bytes of a tile row, and the number of
+/// `BAND_BLOCKS`-block pieces a row is cut into with its magic number and shift (the NVFP4
+/// kernels take the tiled layouts' rows in bands of 8 rows over 64 blocks: quant.cu `Tiling`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct KernelGeometry {
     pub cols: u32,
     pub magic: u32,
     pub shift: u32,
     pub row_tile_bytes: u32,
+    pub hcount: u32,
+    pub hmagic: u32,
+    pub hshift: u32,
 }
+
+/// Blocks of a row one CTA tile of the banded NVFP4 kernels covers (16 scale tiles of 4).
+pub const BAND_BLOCKS: u32 = 64;
 
 /// Block indices the kernels' division serves: below 2^31 (a tensor the kernels index has
 /// fewer than 2^35 elements, so fewer than 2^31 blocks of 16).

@@ -12,7 +12,7 @@
 //! `fma.rn.f16x2` do.
 
 use super::codes::{e2m1_encode, e4m3_to_f32, e8m0_reciprocal};
-use super::scale::{ScaleMode, mx_scale};
+use super::scale::{ScaleMode, mx_scale, nv_scale};
 use crate::rng::SplitMix64;
 use half::{bf16, f16};
 
@@ -61,13 +61,25 @@ fn nv1_bf16(x: u16, rs: f32) -> u8 {
 fn nv2_bf16(x: u16, d: f32, rd: f32) -> u8 {
     let a = bf(x & 0x7FFF);
     let y = a * rd;
-    let q = (-y).mul_add(d, a).mul_add(rd, y).min(6.0);
+    nv2_grid((-y).mul_add(d, a).mul_add(rd, y).min(6.0)) | ((x >> 12) & 8) as u8
+}
+
+/// `e2m1_mag22_nv2<false>`: the same without the clamp at 6, for warps whose quotients are all
+/// below 7 (every block scale byte below 0x7E: `unclamped_quotients_stay_below_7`).
+fn nv2_bf16_unclamped(x: u16, d: f32, rd: f32) -> u8 {
+    let a = bf(x & 0x7FFF);
+    let y = a * rd;
+    nv2_grid((-y).mul_add(d, a).mul_add(rd, y)) | ((x >> 12) & 8) as u8
+}
+
+/// The grid rounding of `e2m1_mag22_nv2` of a quotient q: the magnitude code.
+fn nv2_grid(q: f32) -> u8 {
     let c = f32::from_bits(((q.to_bits() & 0x7F80_0000) + 0x0B40_0000).max(0x4AC0_0000));
     let k = (q + c).mul_add(
         f32::from_bits(0x0080_0000),
         c * -f32::from_bits(0x0080_0000),
     );
-    ((k.to_bits() >> 22) as u8) | ((x >> 12) & 8) as u8
+    (k.to_bits() >> 22) as u8
 }
 
 /// The kernel's `e8m0_reciprocal_bf16x2` on one half.
@@ -190,5 +202,82 @@ fn two_level_bf16_codes_equal_the_divided_reference() {
                 check_nv2(d, bf16_between(d, 0.2, 6.4));
             }
         }
+    }
+}
+
+#[test]
+fn unclamped_grid_rounding_equals_the_encoder_below_7() {
+    // Every f32 quotient in [6, 7) (below 6 the clamp changes nothing): the grid rounding
+    // without the clamp gives 6's code, as the reference does.
+    for bits in 6.0f32.to_bits()..7.0f32.to_bits() {
+        let q = f32::from_bits(bits);
+        assert_eq!(nv2_grid(q), e2m1_encode(q), "{q}");
+    }
+    assert_ne!(
+        nv2_grid(7.0),
+        e2m1_encode(7.0),
+        "7 is the first quotient that needs the clamp"
+    );
+}
+
+#[test]
+fn unclamped_quotients_stay_below_7() {
+    // The kernel skips the clamp at 6 in warps where no block scale byte is 0x7E (448) or NaN:
+    // then every quotient RN(|x| / d) of the block is at most RN(amax / d) < 7. Every finite
+    // bf16 block maximum under tensor scales across the nice range and those of bf16 tensor
+    // amaxes; nv_scale is the reference's byte.
+    let mut rng = SplitMix64::new(11);
+    for i in 0..160 {
+        let t = if i % 2 == 0 {
+            (2.0f64.powf(rng.uniform() * 80.0 - 40.0)) as f32
+        } else {
+            bf16::from_bits(0x3F80 | rng.below(128) as u16).to_f32() * 2f32.powi(i / 4 - 20)
+                / 2688.0
+        };
+        for amax in finite_bf16().filter(|x| x & 0x8000 == 0) {
+            let byte = nv_scale((amax as u32) << 16, Some(t));
+            if byte >= 0x7E {
+                continue;
+            }
+            let d = t * e4m3_to_f32(byte);
+            let q = bf(amax) / d;
+            assert!(q < 7.0, "amax {amax:#06x} t {t:e} byte {byte:#x}: {q}");
+            // and the codes the kernel then gives are the reference's
+            let rd = 1.0 / d;
+            assert_eq!(nv2_bf16_unclamped(amax, d, rd), e2m1_encode(q));
+        }
+    }
+}
+
+/// PTX `prmt.b32` in its default mode: byte i of the result is byte (sel >> 4i) & 7 of the
+/// pair (b:a), replicated from its sign bit when bit 3 of the selector nibble is set.
+fn prmt(a: u32, b: u32, sel: u32) -> u32 {
+    let pair = (b as u64) << 32 | a as u64;
+    (0..4).fold(0, |acc, i| {
+        let s = (sel >> (4 * i)) & 15;
+        let byte = (pair >> (8 * (s & 7))) as u8;
+        let byte = if s & 8 != 0 {
+            ((byte as i8) >> 7) as u8
+        } else {
+            byte
+        };
+        acc | (byte as u32) << (8 * i)
+    })
+}
+
+#[test]
+fn sign_gather_puts_each_sign_at_bit_4i_plus_3() {
+    // quant.cu bf16_signs8: element 2j is the low half of word j, 2j + 1 the high half.
+    let mut rng = SplitMix64::new(3);
+    for _ in 0..20000 {
+        let w: [u32; 4] = std::array::from_fn(|_| rng.next_u64() as u32);
+        let lo = prmt(w[0], w[1], 0x5173);
+        let hi = prmt(w[2], w[3], 0x5173);
+        let got = (prmt(lo, hi, 0xDC98) & 0x8080_8080) | (prmt(lo, hi, 0xFEBA) & 0x0808_0808);
+        let want = (0..8).fold(0u32, |acc, i| {
+            let half = w[i / 2] >> (16 * (i % 2));
+            acc | ((half >> 15) & 1) << (4 * i + 3)
+        });
+        assert_eq!(got, want, "{w:08x?}");
     }
 }

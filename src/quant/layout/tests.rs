@@ -83,6 +83,9 @@ fn shapes() -> Vec<Vec<usize>> {
         vec![129, 96],
         vec![300, 16 * 9],
         vec![2, 130, 16 * 6],
+        // rows of more than 64 blocks: several 64-block bands a row (quant.cu: Tiling)
+        vec![37, 16 * 130],
+        vec![135, 16 * 67],
     ]
 }
 
@@ -283,5 +286,62 @@ fn the_kernels_arithmetic_gives_the_same_offsets() {
                 g.layout
             );
         }
+    }
+}
+
+/// The groups the banded NVFP4 kernels (quant.cu: `Tiling` with BANDS) store, as (row, block,
+/// scale offset): CTA tile C, warp w, lane l, group u, one step of the kernel a line.
+fn banded_stores(g: &ScaleGrid, k: &KernelGeometry) -> Vec<(usize, usize, usize)> {
+    let (tile_rows, bands_per_tile_row) = match g.layout {
+        ScaleLayout::Tiled128x4 => (128u32, 16u32),
+        ScaleLayout::Tiled8x4 => (8, 1),
+        ScaleLayout::Linear => unreachable!("linear scales are stored in row order"),
+    };
+    let rows = fast_div((g.rows * g.cols) as u32, k.magic, k.shift);
+    let bands = rows.div_ceil(tile_rows) * bands_per_tile_row;
+    let mut out = Vec::new();
+    for tile in 0..bands * k.hcount {
+        let band = fast_div(tile, k.hmagic, k.hshift);
+        let h = tile - band * k.hcount;
+        let (tile_row, sector) = (band / bands_per_tile_row, band % bands_per_tile_row);
+        for thread in 0..256u32 {
+            let (warp, lane) = (thread >> 5, thread & 31);
+            let c = lane & 3;
+            let q = match g.layout {
+                ScaleLayout::Tiled128x4 => (lane >> 4) + ((lane >> 2) & 3) * 32,
+                _ => lane >> 2,
+            };
+            let row0 = tile_row * tile_rows + 2 * sector + q;
+            let col0 = h * 64 + warp * 4 + c;
+            let scale0 = tile_row * k.row_tile_bytes
+                + h * (16 * 4 * tile_rows)
+                + warp * (4 * tile_rows)
+                + sector * 32
+                + lane;
+            for u in 0..2 {
+                let col = col0 + u * 32;
+                if row0 < rows && col < k.cols {
+                    let scale = scale0 + u * (8 * 4 * tile_rows);
+                    out.push((row0 as usize, col as usize, scale as usize));
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn banded_kernels_store_every_scale_once_where_the_layout_puts_it() {
+    for (g, shape) in grids().filter(|(g, _)| g.layout != ScaleLayout::Linear) {
+        let k = g.kernel_geometry().unwrap();
+        let mut stores = banded_stores(&g, &k);
+        for &(r, c, off) in &stores {
+            assert_eq!(off, g.offset(r, c), "{:?} {shape:?} ({r}, {c})", g.layout);
+        }
+        stores.sort();
+        let want: Vec<_> = cells(&g).map(|(r, c)| (r, c, g.offset(r, c))).collect();
+        assert_eq!(stores, want, "{:?} {shape:?}", g.layout);
+        // A warp's group writes 32 consecutive bytes: whole sectors where the rows exist.
+        assert!(stores.iter().all(|&(_, _, off)| off < g.len()));
     }
 }
