@@ -10,7 +10,7 @@
 
 use super::cpp::formula_function;
 use super::formula::Formula;
-use super::{MARKER, Options, OutFile, cpp_name};
+use super::{MARKER, Options, OutFile, cpp_name, pick, record_files};
 use crate::device::BackendKind;
 use crate::isa::matrix::MatrixOp;
 use crate::movement::map::{MatrixMap, SCHEMA, Status};
@@ -33,45 +33,25 @@ pub struct MoveSource {
 /// The passed maps of the folders, one per variant (hardware over emulator, then the earlier
 /// folder), sorted by id. A folder that does not exist adds a note and nothing else.
 pub fn select(opts: &Options, notes: &mut Vec<String>) -> Result<Vec<MoveSource>> {
-    let mut chosen: std::collections::BTreeMap<String, MoveSource> = Default::default();
-    for dir in &opts.matrix_dirs {
-        let abs = opts.resolve(dir);
-        let Ok(entries) = std::fs::read_dir(&abs) else {
-            notes.push(format!(
-                "no data-movement maps: {} does not exist",
-                abs.display()
-            ));
-            continue;
+    let mut chosen = std::collections::BTreeMap::new();
+    for (f, shown) in record_files(opts, &opts.matrix_dirs, SCHEMA, "data-movement maps", notes) {
+        let map = match MatrixMap::load(&f) {
+            Ok(m) => m,
+            Err(e) => {
+                notes.push(format!("skipped {shown}: {e:#}"));
+                continue;
+            }
         };
-        let mut files: Vec<_> = entries
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|x| x == "json"))
-            .collect();
-        files.sort();
-        for f in files {
-            let text = std::fs::read_to_string(&f).unwrap_or_default();
-            if !text.contains(&format!("\"schema\": \"{SCHEMA}\"")) {
-                continue;
-            }
-            let shown = opts.display(&f);
-            let map = match MatrixMap::load(&f) {
-                Ok(m) => m,
-                Err(e) => {
-                    notes.push(format!("skipped {shown}: {e:#}"));
-                    continue;
-                }
-            };
-            if map.status != Status::Passed || map.forms.is_none() {
-                notes.push(format!("skipped {shown}: status failed"));
-                continue;
-            }
-            let better = chosen.get(&map.variant).is_none_or(|old| {
-                old.map.backend == BackendKind::Emulator && map.backend == BackendKind::Hardware
-            });
-            if better {
-                chosen.insert(map.variant.clone(), MoveSource { path: shown, map });
-            }
+        if map.status != Status::Passed || map.forms.is_none() {
+            notes.push(format!("skipped {shown}: status failed"));
+            continue;
         }
+        pick(
+            &mut chosen,
+            map.variant.clone(),
+            MoveSource { path: shown, map },
+            |s| s.map.backend == BackendKind::Hardware,
+        );
     }
     Ok(chosen.into_values().collect())
 }
@@ -241,7 +221,7 @@ pub fn render(sources: &[MoveSource], opts: &Options, out_dir: &Path) -> Result<
 }
 
 /// The folders of `paths`, each once.
-fn common_dirs(paths: &[&str]) -> String {
+pub(crate) fn common_dirs(paths: &[&str]) -> String {
     let mut dirs: Vec<&str> = paths
         .iter()
         .map(|p| p.rsplit_once('/').map_or(".", |(d, _)| d))
