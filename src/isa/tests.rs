@@ -245,7 +245,11 @@ fn no_near_miss_is_listed_twice() {
     // The same spelling may be refused for several targets or PTX versions, each its own entry;
     // the same spelling, target and version twice is one experiment listed twice.
     let key = |ptx: &str, target: &'static str, version: &'static str| {
-        (ptx.split_whitespace().collect::<Vec<_>>().join(" "), target, version)
+        (
+            ptx.split_whitespace().collect::<Vec<_>>().join(" "),
+            target,
+            version,
+        )
     };
     let all: Vec<_> = rejected_spellings()
         .into_iter()
