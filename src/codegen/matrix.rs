@@ -10,7 +10,7 @@
 
 use super::cpp::formula_function;
 use super::formula::Formula;
-use super::{MARKER, Options, OutFile, cpp_name, pick, record_files};
+use super::{Gathered, Options, OutFile, cpp_name, pick, record_files};
 use crate::device::BackendKind;
 use crate::isa::matrix::MatrixOp;
 use crate::movement::map::{MatrixMap, SCHEMA, Status};
@@ -198,26 +198,22 @@ fn variant_block(s: &mut String, src: &MoveSource) -> Result<()> {
 
 /// The header, or nothing where no map was read.
 pub fn render(sources: &[MoveSource], opts: &Options, out_dir: &Path) -> Result<Vec<OutFile>> {
-    if sources.is_empty() {
-        return Ok(Vec::new());
-    }
-    let paths: Vec<&str> = sources.iter().map(|s| s.path.as_str()).collect();
-    let mut s = format!(
-        "// {MARKER} from the data-movement maps of {}. Do not edit.\n// Regenerate with `{}`; `fp4probe codegen --check` fails while this file is stale.\n//\n// ldmatrix, stmatrix and movmatrix: which register slot (lane, reg, elem) holds which element\n// of the matrices moved and which row each lane's address names, as `fp4probe matrix probe`\n// measured them ({} variants). Matrices are stacked: matrix i's row r is row 8 * i + r.\n\n#pragma once\n\n#include \"../fp4probe_common.cuh\"\n\nnamespace fp4probe {{\nnamespace matrix {{\n",
-        common_dirs(&paths),
-        opts.command,
-        sources.len()
-    );
+    let mut blocks = String::new();
     for src in sources {
-        variant_block(&mut s, src)?;
+        variant_block(&mut blocks, src)?;
     }
-    s.push_str("}  // namespace matrix\n}  // namespace fp4probe\n");
-    let path = out_dir.join(HEADER);
-    Ok(vec![OutFile {
-        shown: opts.display(&path),
-        path,
-        text: s,
-    }])
+    let header = Gathered {
+        header: HEADER,
+        maps: "data-movement maps",
+        paths: sources.iter().map(|s| s.path.as_str()).collect(),
+        about: format!(
+            "// ldmatrix, stmatrix and movmatrix: which register slot (lane, reg, elem) holds which element\n// of the matrices moved and which row each lane's address names, as `fp4probe matrix probe`\n// measured them ({} variants). Matrices are stacked: matrix i's row r is row 8 * i + r.",
+            sources.len()
+        ),
+        include: "../fp4probe_common.cuh",
+        ns: "matrix",
+    };
+    Ok(header.render(opts, out_dir, &blocks))
 }
 
 /// The folders of `paths`, each once.

@@ -201,6 +201,46 @@ pub(crate) fn record_files(
     out
 }
 
+/// A header that gathers one block per map of a family under `fp4probe::<ns>`.
+pub(crate) struct Gathered<'a> {
+    /// Under the header folder.
+    pub header: &'a str,
+    /// What the maps are, after "from the": `data-movement maps`.
+    pub maps: &'a str,
+    /// The map files, as headers name them.
+    pub paths: Vec<&'a str>,
+    /// The comment lines that say what the header holds (each starting `// `).
+    pub about: String,
+    /// The header it includes, relative to it.
+    pub include: &'a str,
+    pub ns: &'a str,
+}
+
+impl Gathered<'_> {
+    /// The header around `blocks`, or nothing where no map was read.
+    pub(crate) fn render(&self, opts: &Options, out_dir: &Path, blocks: &str) -> Vec<OutFile> {
+        if self.paths.is_empty() {
+            return Vec::new();
+        }
+        let text = format!(
+            "// {MARKER} from the {} of {}. Do not edit.\n// Regenerate with `{}`; `fp4probe codegen --check` fails while this file is stale.\n//\n{}\n\n#pragma once\n\n#include \"{}\"\n\nnamespace fp4probe {{\nnamespace {} {{\n{blocks}}}  // namespace {}\n}}  // namespace fp4probe\n",
+            self.maps,
+            matrix::common_dirs(&self.paths),
+            opts.command,
+            self.about,
+            self.include,
+            self.ns,
+            self.ns
+        );
+        let path = out_dir.join(self.header);
+        vec![OutFile {
+            shown: opts.display(&path),
+            path,
+            text,
+        }]
+    }
+}
+
 /// Keep `item` as `id`'s source unless one is kept already that is as good: a hardware map
 /// over an emulator map, else the first read (the earlier folder).
 pub(crate) fn pick<T>(

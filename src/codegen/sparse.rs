@@ -8,7 +8,7 @@
 //! lane's metadata register from the chunks' 4-bit nibbles through those tables. Selectors whose
 //! probe failed are left out. A pure function of the maps (variants sorted by id).
 
-use super::{MARKER, Options, OutFile, cpp_name, pick, record_files};
+use super::{Gathered, Options, OutFile, cpp_name, pick, record_files};
 use crate::device::BackendKind;
 use crate::isa::Variant;
 use crate::isa::sparse::SparseGeom;
@@ -163,26 +163,22 @@ FP4PROBE_HD constexpr unsigned meta_word(const unsigned char (&nibble)[kRows][kC
 
 /// The header, or nothing where no map was read.
 pub fn render(sources: &[SparseSource], opts: &Options, out_dir: &Path) -> Result<Vec<OutFile>> {
-    if sources.is_empty() {
-        return Ok(Vec::new());
-    }
-    let paths: Vec<&str> = sources.iter().map(|s| s.path.as_str()).collect();
-    let mut s = format!(
-        "// {MARKER} from the mma.sp lane maps of {}. Do not edit.\n// Regenerate with `{}`; `fp4probe codegen --check` fails while this file is stale.\n//\n// mma.sp metadata: under each sparsity selector, which lane's metadata register holds, at which\n// bits, the index of which kept element of which chunk of which row of the dense A, as\n// `fp4probe fragment --sparse` measured it ({} variants). A chunk is 4 positions of a dense\n// row (kDenseKPerChunk elements of k); its nibble names the two positions kept.\n\n#pragma once\n\n#include \"../fp4probe_common.cuh\"\n\nnamespace fp4probe {{\nnamespace sparse {{\n",
-        super::matrix::common_dirs(&paths),
-        opts.command,
-        sources.len()
-    );
+    let mut blocks = String::new();
     for src in sources {
-        variant_block(&mut s, src);
+        variant_block(&mut blocks, src);
     }
-    s.push_str("}  // namespace sparse\n}  // namespace fp4probe\n");
-    let path = out_dir.join(HEADER);
-    Ok(vec![OutFile {
-        shown: opts.display(&path),
-        path,
-        text: s,
-    }])
+    let header = Gathered {
+        header: HEADER,
+        maps: "mma.sp lane maps",
+        paths: sources.iter().map(|s| s.path.as_str()).collect(),
+        about: format!(
+            "// mma.sp metadata: under each sparsity selector, which lane's metadata register holds, at which\n// bits, the index of which kept element of which chunk of which row of the dense A, as\n// `fp4probe fragment --sparse` measured it ({} variants). A chunk is 4 positions of a dense\n// row (kDenseKPerChunk elements of k); its nibble names the two positions kept.",
+            sources.len()
+        ),
+        include: "../fp4probe_common.cuh",
+        ns: "sparse",
+    };
+    Ok(header.render(opts, out_dir, &blocks))
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@
 //! sorted by id). The forms are checked against every measured element by the tests (in Rust
 //! and by compiling the header), not by tables in the header, which would be large.
 
-use super::{MARKER, Options, OutFile, cpp_name, pick, record_files};
+use super::{Gathered, Options, OutFile, cpp_name, pick, record_files};
 use crate::device::BackendKind;
 use crate::layout::lanemap::Status;
 use crate::tma::map::{SCHEMA, TmaMap};
@@ -207,26 +207,22 @@ fn case_block(s: &mut String, src: &TmaSource) {
 
 /// The header, or nothing where no map was read.
 pub fn render(sources: &[TmaSource], opts: &Options, out_dir: &Path) -> Result<Vec<OutFile>> {
-    if sources.is_empty() {
-        return Ok(Vec::new());
-    }
-    let paths: Vec<&str> = sources.iter().map(|s| s.path.as_str()).collect();
-    let mut s = format!(
-        "// {MARKER} from the TMA maps of {}. Do not edit.\n// Regenerate with `{}`; `fp4probe codegen --check` fails while this file is stale.\n//\n// cp.async.bulk.tensor (2D tiles): at which shared byte each element of the box lies, as\n// `fp4probe tma probe` measured it ({} cases), per element size, swizzle mode and box. The\n// swizzle is wgmma::xor_pattern of fp4probe_wgmma_smem.cuh, applied to the address from the\n// 1024-byte-aligned base: a box that starts past the base starts inside the pattern.\n\n#pragma once\n\n#include \"../wgmma/fp4probe_wgmma_smem.cuh\"\n\nnamespace fp4probe {{\nnamespace tma {{\n",
-        super::matrix::common_dirs(&paths),
-        opts.command,
-        sources.len()
-    );
+    let mut blocks = String::new();
     for src in sources {
-        case_block(&mut s, src);
+        case_block(&mut blocks, src);
     }
-    s.push_str("}  // namespace tma\n}  // namespace fp4probe\n");
-    let path = out_dir.join(HEADER);
-    Ok(vec![OutFile {
-        shown: opts.display(&path),
-        path,
-        text: s,
-    }])
+    let header = Gathered {
+        header: HEADER,
+        maps: "TMA maps",
+        paths: sources.iter().map(|s| s.path.as_str()).collect(),
+        about: format!(
+            "// cp.async.bulk.tensor (2D tiles): at which shared byte each element of the box lies, as\n// `fp4probe tma probe` measured it ({} cases), per element size, swizzle mode and box. The\n// swizzle is wgmma::xor_pattern of fp4probe_wgmma_smem.cuh, applied to the address from the\n// 1024-byte-aligned base: a box that starts past the base starts inside the pattern.",
+            sources.len()
+        ),
+        include: "../wgmma/fp4probe_wgmma_smem.cuh",
+        ns: "tma",
+    };
+    Ok(header.render(opts, out_dir, &blocks))
 }
 
 #[cfg(test)]
