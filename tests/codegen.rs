@@ -61,12 +61,17 @@ fn generation_is_deterministic_and_prefers_hardware() {
     // One header per probed catalog variant, plus the common and umbrella headers, the Rust
     // module and one shared scale header per block-scale placement (scale_vec 1X, 2X, 4X of
     // m16n8); the wgmma files are counted in tests/codegen_wgmma.rs, the data-movement header
-    // in tests/codegen_matrix.rs.
+    // in tests/codegen_matrix.rs, the TMA and mma.sp metadata headers in
+    // tests/codegen_tma_sparse.rs.
     assert_eq!(a.sources.len(), probed().len());
     let mma_files = a
         .files
         .iter()
-        .filter(|f| !f.shown.contains("/wgmma") && !f.shown.contains("/matrix/"))
+        .filter(|f| {
+            !["/wgmma", "/matrix/", "/tma/", "/sparse/"]
+                .iter()
+                .any(|d| f.shown.contains(d))
+        })
         .count();
     assert_eq!(mma_files, probed().len() + 3 + 3);
     let scale_headers: Vec<&str> = a

@@ -207,6 +207,24 @@ fn index_lists_every_map() {
     assert!(wgmma.contains(
         "| 16 | MN | 128B | sm_90 | [hardware-measured](sm_90/wgmma/smem.16bit.MN.128B.md) | NVIDIA H200 |"
     ));
+    // The subfolders' records: data movement, TMA, mma.sp.
+    let (_, more) = wgmma
+        .split_once("## Data movement, bulk tensor copies and sparse mma")
+        .expect("the data-movement section");
+    for row in [
+        "| [sm_90/tma](sm_90/tma/README.md) | 39 | 39 | 0 | 0 | 39 |",
+        "| [sm_90/ldmatrix](sm_90/ldmatrix/README.md) | 13 | 13 | 0 | 0 | 13 |",
+        "| `sp.m16n8k32.f32.f16.f16.f32` | mma.sp | sm_90/mma-sp | [hardware-measured](sm_90/mma-sp/sp.m16n8k32.f32.f16.f16.f32.md) | NVIDIA H200 |",
+        "| `store.u8.none.16x16` | TMA store | sm_90/tma | [hardware-measured](sm_90/tma/store.u8.none.16x16.md) | NVIDIA H200 |",
+    ] {
+        assert!(more.contains(row), "{row} missing:\n{more}");
+    }
+    // The committed index is what `fp4probe report --index reports` writes now.
+    assert_eq!(
+        std::fs::read_to_string(reports.join("README.md")).unwrap(),
+        text,
+        "reports/README.md is stale: run `fp4probe report --index reports`"
+    );
 }
 
 #[test]

@@ -5,7 +5,9 @@
 mod common;
 use common::{fp4probe, text, tmpdir};
 use fp4probe::cli::view::{Args, app};
-use fp4probe::tui::{App, Tab, draw, no_terminal};
+use fp4probe::movement::map::MatrixMap;
+use fp4probe::tma::map::TmaMap;
+use fp4probe::tui::{App, GridApp, GridModel, MoveApp, Tab, TmaApp, draw, no_terminal};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
@@ -25,8 +27,13 @@ fn open(map: &str, diff: Option<&str>, scale: Option<&str>) -> App {
 }
 
 fn screen(app: &mut App) -> String {
+    render(|f| draw(f, app))
+}
+
+/// The 80×24 screen a viewer draws, one line a row, trailing blanks trimmed.
+fn render(paint: impl FnOnce(&mut ratatui::Frame)) -> String {
     let mut t = Terminal::new(TestBackend::new(80, 24)).unwrap();
-    t.draw(|f| draw(f, app)).unwrap();
+    t.draw(paint).unwrap();
     let buf = t.backend().buffer().clone();
     (0..buf.area.height)
         .map(|y| {
@@ -264,4 +271,123 @@ fn view_without_a_terminal_is_an_error_not_a_panic() {
         t.contains("/nonexistent/map.json") && !t.contains("terminal"),
         "{t}"
     );
+}
+
+const SPARSE: &str = "reports/sm_90/mma-sp/sp.m16n8k32.f32.f16.f16.f32.json";
+
+fn grid_screen<M: GridModel>(app: &mut GridApp<M>) -> String {
+    render(|f| app.draw(f))
+}
+
+#[test]
+fn sparse_maps_have_a_metadata_tab_per_selector() {
+    let mut a = open(SPARSE, None, None);
+    let tabs: Vec<String> = (0..8)
+        .map(|_| {
+            a.handle_key(KeyCode::Tab);
+            format!("{:?}", a.tab)
+        })
+        .collect();
+    assert!(tabs.contains(&"Meta(0)".to_string()), "{tabs:?}");
+    a.handle_key(KeyCode::Char('a'));
+    assert_eq!(a.meta_describe(), None);
+    a.handle_key(KeyCode::Char('m'));
+    assert_eq!(a.tab, Tab::Meta(0));
+    // Row 9 (the second half of group 1), chunk 1's second field: lane 4 (group 1), bits 16 +
+    // 4 + 2 in the committed H200 map.
+    for k in [KeyCode::Down; 9].into_iter().chain([KeyCode::Right; 3]) {
+        a.handle_key(k);
+    }
+    let d = a.meta_describe().unwrap();
+    assert_eq!(
+        d,
+        "M0 (row 9, chunk 1 = k 4..7, field 1 -> A col 3): lane 4 bits 22..23"
+    );
+    for k in ['4', '\n'] {
+        a.handle_key(if k == '\n' {
+            KeyCode::Enter
+        } else {
+            KeyCode::Char(k)
+        });
+    }
+    assert_eq!(a.highlight, Some(4));
+    let s = screen(&mut a);
+    assert!(s.contains(" M0 ") && s.contains(&d), "{s}");
+    assert!(
+        s.contains("metadata, selector 0 | 2-bit fields | cell: lane | PASSED"),
+        "{s}"
+    );
+    assert!(
+        s.contains("lanes 0 1 4 5 8 9 12 13 16 17 20 21 24 25 28 29 | lane 4 lit"),
+        "{s}"
+    );
+    // The cursor stays inside the grid.
+    for _ in 0..40 {
+        a.handle_key(KeyCode::End);
+        a.handle_key(KeyCode::PageDown);
+    }
+    assert!(
+        a.meta_describe()
+            .unwrap()
+            .starts_with("M0 (row 15, chunk 7")
+    );
+}
+
+#[test]
+fn data_movement_and_tma_maps_draw_with_their_status_line() {
+    let map =
+        MatrixMap::load(&root().join("reports/sm_90/ldmatrix/stmatrix.m8n8.x4.trans.b16.json"))
+            .unwrap();
+    let mut m = MoveApp::new(map);
+    m.handle_key(KeyCode::PageDown);
+    let s = grid_screen(&mut m);
+    assert!(s.contains("stmatrix.m8n8.x4.trans.b16"), "{s}");
+    assert!(
+        s.contains("x4 8x8 b16 | 4 regs x 2 | cell: lane giving it | PASSED"),
+        "{s}"
+    );
+    assert!(s.contains("matrix 2 (row 0, col 0): lane "), "{s}");
+    assert!(s.contains("hardware: NVIDIA H200"), "{s}");
+    m.handle_key(KeyCode::Char('?'));
+    let s = grid_screen(&mut m);
+    assert!(
+        s.contains("0-31 then Enter    light up every cell of that lane"),
+        "{s}"
+    );
+    let map = TmaMap::load(&root().join("reports/sm_90/tma/load.u8.64B.16x64.json")).unwrap();
+    let mut t = TmaApp::new(map);
+    t.handle_key(KeyCode::Down);
+    let s = grid_screen(&mut t);
+    assert!(
+        s.contains("load 16x64 UINT8, swizzle 64B | cell: chunk | PASSED"),
+        "{s}"
+    );
+    assert!(s.contains("(row 1, col 0) = global"), "{s}");
+    assert!(s.contains("0-7+Enter chunk"), "{s}");
+}
+
+#[test]
+fn view_opens_movement_and_tma_maps_and_refuses_diff_on_them() {
+    for map in [
+        "reports/sm_90/ldmatrix/movmatrix.m8n8.trans.b16.json",
+        "reports/sm_90/tma/store.u16.128B.16x64.json",
+        SPARSE,
+    ] {
+        let o = fp4probe(&["view", root().join(map).to_str().unwrap()]);
+        let t = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{t}");
+        assert!(t.contains("needs a terminal"), "{map}: {t}");
+    }
+    let o = fp4probe(&[
+        "view",
+        root()
+            .join("reports/sm_90/tma/store.u16.128B.16x64.json")
+            .to_str()
+            .unwrap(),
+        "--diff",
+        root().join(BF16).to_str().unwrap(),
+    ]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{t}");
+    assert!(t.contains("not to TMA maps"), "{t}");
 }

@@ -181,6 +181,14 @@ pub fn run(a: Args) -> Result<ExitCode> {
             .iter()
             .map(|d| paths.root.join(d))
             .collect(),
+        tma_dirs: codegen::tma::DEFAULT_TMA_DIRS
+            .iter()
+            .map(|d| paths.root.join(d))
+            .collect(),
+        sparse_dirs: codegen::sparse::DEFAULT_SPARSE_DIRS
+            .iter()
+            .map(|d| paths.root.join(d))
+            .collect(),
         command: paths.command_line(&a),
         root: paths.root,
         map_dirs: paths.maps,

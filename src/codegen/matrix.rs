@@ -10,7 +10,7 @@
 
 use super::cpp::formula_function;
 use super::formula::Formula;
-use super::{MARKER, Options, OutFile, cpp_name};
+use super::{Gathered, Options, OutFile, cpp_name, pick, record_files};
 use crate::device::BackendKind;
 use crate::isa::matrix::MatrixOp;
 use crate::movement::map::{MatrixMap, SCHEMA, Status};
@@ -33,45 +33,25 @@ pub struct MoveSource {
 /// The passed maps of the folders, one per variant (hardware over emulator, then the earlier
 /// folder), sorted by id. A folder that does not exist adds a note and nothing else.
 pub fn select(opts: &Options, notes: &mut Vec<String>) -> Result<Vec<MoveSource>> {
-    let mut chosen: std::collections::BTreeMap<String, MoveSource> = Default::default();
-    for dir in &opts.matrix_dirs {
-        let abs = opts.resolve(dir);
-        let Ok(entries) = std::fs::read_dir(&abs) else {
-            notes.push(format!(
-                "no data-movement maps: {} does not exist",
-                abs.display()
-            ));
-            continue;
+    let mut chosen = std::collections::BTreeMap::new();
+    for (f, shown) in record_files(opts, &opts.matrix_dirs, SCHEMA, "data-movement maps", notes) {
+        let map = match MatrixMap::load(&f) {
+            Ok(m) => m,
+            Err(e) => {
+                notes.push(format!("skipped {shown}: {e:#}"));
+                continue;
+            }
         };
-        let mut files: Vec<_> = entries
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|x| x == "json"))
-            .collect();
-        files.sort();
-        for f in files {
-            let text = std::fs::read_to_string(&f).unwrap_or_default();
-            if !text.contains(&format!("\"schema\": \"{SCHEMA}\"")) {
-                continue;
-            }
-            let shown = opts.display(&f);
-            let map = match MatrixMap::load(&f) {
-                Ok(m) => m,
-                Err(e) => {
-                    notes.push(format!("skipped {shown}: {e:#}"));
-                    continue;
-                }
-            };
-            if map.status != Status::Passed || map.forms.is_none() {
-                notes.push(format!("skipped {shown}: status failed"));
-                continue;
-            }
-            let better = chosen.get(&map.variant).is_none_or(|old| {
-                old.map.backend == BackendKind::Emulator && map.backend == BackendKind::Hardware
-            });
-            if better {
-                chosen.insert(map.variant.clone(), MoveSource { path: shown, map });
-            }
+        if map.status != Status::Passed || map.forms.is_none() {
+            notes.push(format!("skipped {shown}: status failed"));
+            continue;
         }
+        pick(
+            &mut chosen,
+            map.variant.clone(),
+            MoveSource { path: shown, map },
+            |s| s.map.backend == BackendKind::Hardware,
+        );
     }
     Ok(chosen.into_values().collect())
 }
@@ -218,30 +198,26 @@ fn variant_block(s: &mut String, src: &MoveSource) -> Result<()> {
 
 /// The header, or nothing where no map was read.
 pub fn render(sources: &[MoveSource], opts: &Options, out_dir: &Path) -> Result<Vec<OutFile>> {
-    if sources.is_empty() {
-        return Ok(Vec::new());
-    }
-    let paths: Vec<&str> = sources.iter().map(|s| s.path.as_str()).collect();
-    let mut s = format!(
-        "// {MARKER} from the data-movement maps of {}. Do not edit.\n// Regenerate with `{}`; `fp4probe codegen --check` fails while this file is stale.\n//\n// ldmatrix, stmatrix and movmatrix: which register slot (lane, reg, elem) holds which element\n// of the matrices moved and which row each lane's address names, as `fp4probe matrix probe`\n// measured them ({} variants). Matrices are stacked: matrix i's row r is row 8 * i + r.\n\n#pragma once\n\n#include \"../fp4probe_common.cuh\"\n\nnamespace fp4probe {{\nnamespace matrix {{\n",
-        common_dirs(&paths),
-        opts.command,
-        sources.len()
-    );
+    let mut blocks = String::new();
     for src in sources {
-        variant_block(&mut s, src)?;
+        variant_block(&mut blocks, src)?;
     }
-    s.push_str("}  // namespace matrix\n}  // namespace fp4probe\n");
-    let path = out_dir.join(HEADER);
-    Ok(vec![OutFile {
-        shown: opts.display(&path),
-        path,
-        text: s,
-    }])
+    let header = Gathered {
+        header: HEADER,
+        maps: "data-movement maps",
+        paths: sources.iter().map(|s| s.path.as_str()).collect(),
+        about: format!(
+            "// ldmatrix, stmatrix and movmatrix: which register slot (lane, reg, elem) holds which element\n// of the matrices moved and which row each lane's address names, as `fp4probe matrix probe`\n// measured them ({} variants). Matrices are stacked: matrix i's row r is row 8 * i + r.",
+            sources.len()
+        ),
+        include: "../fp4probe_common.cuh",
+        ns: "matrix",
+    };
+    Ok(header.render(opts, out_dir, &blocks))
 }
 
 /// The folders of `paths`, each once.
-fn common_dirs(paths: &[&str]) -> String {
+pub(crate) fn common_dirs(paths: &[&str]) -> String {
     let mut dirs: Vec<&str> = paths
         .iter()
         .map(|p| p.rsplit_once('/').map_or(".", |(d, _)| d))

@@ -25,7 +25,9 @@ pub mod formula;
 pub mod matrix;
 pub mod nvrtc;
 pub mod rust;
+pub mod sparse;
 pub mod tables;
+pub mod tma;
 pub mod verify;
 pub mod wgmma;
 
@@ -115,6 +117,10 @@ pub struct Options {
     pub wgmma_dirs: Vec<PathBuf>,
     /// ldmatrix/stmatrix/movmatrix map folders.
     pub matrix_dirs: Vec<PathBuf>,
+    /// TMA map folders.
+    pub tma_dirs: Vec<PathBuf>,
+    /// `mma.sp` lane map folders (their metadata maps).
+    pub sparse_dirs: Vec<PathBuf>,
     /// The command line as the headers state it (`fp4probe codegen` plus non-default options).
     pub command: String,
 }
@@ -132,6 +138,11 @@ impl Options {
                 .map(PathBuf::from)
                 .collect(),
             matrix_dirs: matrix::DEFAULT_MATRIX_DIRS
+                .iter()
+                .map(PathBuf::from)
+                .collect(),
+            tma_dirs: tma::DEFAULT_TMA_DIRS.iter().map(PathBuf::from).collect(),
+            sparse_dirs: sparse::DEFAULT_SPARSE_DIRS
                 .iter()
                 .map(PathBuf::from)
                 .collect(),
@@ -154,6 +165,95 @@ impl Options {
             .map(|c| c.as_os_str().to_string_lossy().into_owned())
             .collect::<Vec<_>>()
             .join("/")
+    }
+}
+
+/// The JSON files of `dirs` that are records of `schema`, sorted within each folder, with their
+/// paths as headers show them. A folder that does not exist adds a note naming `what` was not
+/// read.
+pub(crate) fn record_files(
+    opts: &Options,
+    dirs: &[PathBuf],
+    schema: &str,
+    what: &str,
+    notes: &mut Vec<String>,
+) -> Vec<(PathBuf, String)> {
+    let mut out = Vec::new();
+    for dir in dirs {
+        let abs = opts.resolve(dir);
+        let Ok(entries) = std::fs::read_dir(&abs) else {
+            notes.push(format!("no {what}: {} does not exist", abs.display()));
+            continue;
+        };
+        let mut files: Vec<_> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "json"))
+            .collect();
+        files.sort();
+        for f in files {
+            let text = std::fs::read_to_string(&f).unwrap_or_default();
+            if text.contains(&format!("\"schema\": \"{schema}\"")) {
+                let shown = opts.display(&f);
+                out.push((f, shown));
+            }
+        }
+    }
+    out
+}
+
+/// A header that gathers one block per map of a family under `fp4probe::<ns>`.
+pub(crate) struct Gathered<'a> {
+    /// Under the header folder.
+    pub header: &'a str,
+    /// What the maps are, after "from the": `data-movement maps`.
+    pub maps: &'a str,
+    /// The map files, as headers name them.
+    pub paths: Vec<&'a str>,
+    /// The comment lines that say what the header holds (each starting `// `).
+    pub about: String,
+    /// The header it includes, relative to it.
+    pub include: &'a str,
+    pub ns: &'a str,
+}
+
+impl Gathered<'_> {
+    /// The header around `blocks`, or nothing where no map was read.
+    pub(crate) fn render(&self, opts: &Options, out_dir: &Path, blocks: &str) -> Vec<OutFile> {
+        if self.paths.is_empty() {
+            return Vec::new();
+        }
+        let text = format!(
+            "// {MARKER} from the {} of {}. Do not edit.\n// Regenerate with `{}`; `fp4probe codegen --check` fails while this file is stale.\n//\n{}\n\n#pragma once\n\n#include \"{}\"\n\nnamespace fp4probe {{\nnamespace {} {{\n{blocks}}}  // namespace {}\n}}  // namespace fp4probe\n",
+            self.maps,
+            matrix::common_dirs(&self.paths),
+            opts.command,
+            self.about,
+            self.include,
+            self.ns,
+            self.ns
+        );
+        let path = out_dir.join(self.header);
+        vec![OutFile {
+            shown: opts.display(&path),
+            path,
+            text,
+        }]
+    }
+}
+
+/// Keep `item` as `id`'s source unless one is kept already that is as good: a hardware map
+/// over an emulator map, else the first read (the earlier folder).
+pub(crate) fn pick<T>(
+    chosen: &mut BTreeMap<String, T>,
+    id: String,
+    item: T,
+    hardware: impl Fn(&T) -> bool,
+) {
+    if chosen
+        .get(&id)
+        .is_none_or(|old| !hardware(old) && hardware(&item))
+    {
+        chosen.insert(id, item);
     }
 }
 
@@ -275,7 +375,7 @@ pub struct Generated {
     pub sources: Vec<Source>,
     /// The wgmma maps and what was made of them.
     pub wgmma: wgmma::Sources,
-    /// The data-movement maps read.
+    /// The data-movement, TMA and `mma.sp` maps read.
     pub matrix_inputs: Vec<PathBuf>,
     pub notes: Vec<String>,
     /// The header folder (resolved).
@@ -338,13 +438,19 @@ pub fn generate(opts: &Options) -> Result<Generated> {
     files.extend(wgmma::render(&wg, opts, &out_dir)?);
     let moves = matrix::select(opts, &mut notes)?;
     files.extend(matrix::render(&moves, opts, &out_dir)?);
+    let tmas = tma::select(opts, &mut notes)?;
+    files.extend(tma::render(&tmas, opts, &out_dir)?);
+    let sparse = sparse::select(opts, &mut notes)?;
+    files.extend(sparse::render(&sparse, opts, &out_dir)?);
+    let read = moves
+        .iter()
+        .map(|m| &m.path)
+        .chain(tmas.iter().map(|t| &t.path))
+        .chain(sparse.iter().map(|s| &s.path));
     Ok(Generated {
         sources,
         wgmma: wg,
-        matrix_inputs: moves
-            .iter()
-            .map(|m| opts.resolve(Path::new(&m.path)))
-            .collect(),
+        matrix_inputs: read.map(|p| opts.resolve(Path::new(p))).collect(),
         notes,
         out_dir,
         files,

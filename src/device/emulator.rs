@@ -11,8 +11,8 @@
 //!   4·(r mod 8) + 2·thread-id-a + r div 8, that of B column c from lane 4·c + thread-id-b; the
 //!   byte is byte-id (1X) or byte-id + k-block (2X, 4X). This is the documented model, not a
 //!   measurement: the scale probe measures it on hardware that has the instruction;
-//! - `mma.sp` reads each lane's metadata word through the documented metadata model
-//!   (`layout::meta`), places the compressed A's elements in the dense A by it and computes the
+//! - `mma.sp` reads each lane's metadata word through `layout::meta::emulated_meta` (the
+//!   documented model, and for 8- and 4-bit A the map measured on the H200), places the compressed A's elements in the dense A by it and computes the
 //!   dense product as above; a metadata nibble the PTX ISA calls invalid is an error. Block
 //!   scales of the sparse sm_120a forms cover K/vec consecutive k of the dense product.
 
@@ -21,7 +21,7 @@ use crate::gemm;
 use crate::isa::sparse::SparseGeom;
 use crate::isa::{Operand, ScaleSelectors, Variant};
 use crate::layout::documented::documented;
-use crate::layout::meta::{MetaField, densify, documented_meta, read_nibbles};
+use crate::layout::meta::{MetaField, densify, emulated_meta, read_nibbles};
 use crate::layout::{Layout, SlotSpace};
 use anyhow::{Result, bail};
 use std::collections::HashMap;
@@ -65,7 +65,7 @@ impl Emulator {
         self.meta_overrides
             .get(&(v.id(), selector))
             .cloned()
-            .unwrap_or_else(|| documented_meta(v, selector))
+            .unwrap_or_else(|| emulated_meta(v, selector))
     }
 
     /// Emulate `v` with `layout` instead of the documented one.

@@ -239,3 +239,31 @@ fn a_left_out_scale_vec_is_the_default_of_the_kind() {
         .is_none()
     );
 }
+
+#[test]
+fn no_near_miss_is_listed_twice() {
+    // The same spelling may be refused for several targets or PTX versions, each its own entry;
+    // the same spelling, target and version twice is one experiment listed twice.
+    let key = |ptx: &str, target: &'static str, version: &'static str| {
+        (
+            ptx.split_whitespace().collect::<Vec<_>>().join(" "),
+            target,
+            version,
+        )
+    };
+    let all: Vec<_> = rejected_spellings()
+        .into_iter()
+        .chain(matrix::rejected_spellings())
+        .map(|r| key(r.ptx, r.target, r.ptx_version))
+        .chain(
+            crate::wgmma::rejected::rejected_spellings()
+                .iter()
+                .map(|r| key(&r.ptx, r.target, r.ptx_version)),
+        )
+        .collect();
+    let mut seen = std::collections::HashSet::new();
+    for k in &all {
+        assert!(seen.insert(k), "listed twice: {k:?}");
+    }
+    assert!(all.len() >= 98, "{}", all.len());
+}

@@ -106,6 +106,7 @@ pub fn scan(root: &Path) -> Result<Vec<IndexEntry>> {
 pub fn index(root: &Path) -> Result<String> {
     let entries = scan(root)?;
     let wg = super::wgmma::index::scan(root)?;
+    let moves = super::movement_index::scan(root)?;
     let mut others = BTreeMap::new();
     for e in &entries {
         others.entry(e.folder.clone()).or_insert_with(|| {
@@ -115,7 +116,14 @@ pub fn index(root: &Path) -> Result<String> {
                 .then(|| format!("{}/numerics.md", e.folder))
         });
     }
-    Ok(render_with(&entries, &others, &wg))
+    let mut s = render_with(&entries, &others, &wg);
+    if !moves.is_empty() {
+        s.push('\n');
+        s += &super::movement_index::render(&moves, |f, sub| {
+            root.join(f).join(sub).join("README.md").is_file()
+        });
+    }
+    Ok(s)
 }
 
 /// Write `root/README.md`, unless a README there is not an index fp4probe wrote (it starts
@@ -205,7 +213,7 @@ fn render_with(
         "\nRegenerate every page and this index from the maps: `fp4probe report reports/*/*.json reports/*/wgmma/*.json --skip-measured` (pages go next to their maps); this index alone: `fp4probe report --index reports`.",
     );
     if !wg.is_empty() {
-        s.push_str(" The `wgmma` lane maps and shared-memory studies are listed [after this table](#wgmma-warpgroup-mma-sm_90a).");
+        s.push_str(" The `wgmma` lane maps and shared-memory studies are listed [after this table](#wgmma-warpgroup-mma-sm_90a), the data-movement, TMA and `mma.sp` records [after those](#data-movement-bulk-tensor-copies-and-sparse-mma).");
     }
     s.push_str("\n\n");
     let _ = write!(s, "| variant | min target |");

