@@ -822,6 +822,47 @@ pub enum KernelArg {
     U32(u32),
 }
 
+/// A launch's parameter pointers (`kernelParams`): each value in its own slot of the right
+/// width, the slots sized up front, so the pointers into them stay valid while this lives.
+struct Params {
+    _wide: Vec<u64>,
+    _narrow: Vec<u32>,
+    ptrs: Vec<*mut c_void>,
+}
+
+impl Params {
+    fn new(args: &[KernelArg]) -> Self {
+        let mut wide: Vec<u64> = Vec::with_capacity(args.len());
+        let mut narrow: Vec<u32> = Vec::with_capacity(args.len());
+        for a in args {
+            match *a {
+                KernelArg::Ptr(p) => wide.push(p),
+                KernelArg::U32(x) => narrow.push(x),
+            }
+        }
+        let (wp, np) = (wide.as_mut_ptr(), narrow.as_mut_ptr());
+        let (mut wi, mut ni) = (0, 0);
+        let mut ptrs: Vec<*mut c_void> = Vec::with_capacity(args.len());
+        for a in args {
+            match a {
+                KernelArg::Ptr(_) => {
+                    ptrs.push(wp.wrapping_add(wi).cast());
+                    wi += 1;
+                }
+                KernelArg::U32(_) => {
+                    ptrs.push(np.wrapping_add(ni).cast());
+                    ni += 1;
+                }
+            }
+        }
+        Params {
+            _wide: wide,
+            _narrow: narrow,
+            ptrs,
+        }
+    }
+}
+
 /// A CUDA event, destroyed on drop.
 struct Event(sys::CUevent);
 
@@ -1040,33 +1081,9 @@ impl CudaBackend {
         args: &[KernelArg],
     ) -> Result<()> {
         drv(self.ctx.bind_to_thread(), "binding the CUDA context")?;
-        // Each parameter's value lives in its own slot of the right width; the slots are sized
-        // up front, so the pointers into them stay valid.
-        let mut wide: Vec<u64> = Vec::with_capacity(args.len());
-        let mut narrow: Vec<u32> = Vec::with_capacity(args.len());
-        for a in args {
-            match *a {
-                KernelArg::Ptr(p) => wide.push(p),
-                KernelArg::U32(x) => narrow.push(x),
-            }
-        }
-        let (wp, np) = (wide.as_mut_ptr(), narrow.as_mut_ptr());
-        let (mut wi, mut ni) = (0, 0);
-        let mut params: Vec<*mut c_void> = Vec::with_capacity(args.len());
-        for a in args {
-            match a {
-                KernelArg::Ptr(_) => {
-                    params.push(wp.wrapping_add(wi).cast());
-                    wi += 1;
-                }
-                KernelArg::U32(_) => {
-                    params.push(np.wrapping_add(ni).cast());
-                    ni += 1;
-                }
-            }
-        }
-        // SAFETY: the caller guarantees `args` matches the kernel; `params` points into
-        // `wide` and `narrow`, which outlive the call (the driver copies parameters at launch).
+        let mut params = Params::new(args);
+        // SAFETY: the caller guarantees `args` matches the kernel; `params` points into its
+        // own slots, which outlive the call (the driver copies parameters at launch).
         check(
             unsafe {
                 sys::cuLaunchKernel(
@@ -1079,12 +1096,65 @@ impl CudaBackend {
                     1,
                     smem_bytes,
                     stream,
-                    params.as_mut_ptr(),
+                    params.ptrs.as_mut_ptr(),
                     std::ptr::null_mut(),
                 )
             },
             &format!(
                 "cuLaunchKernel(grid {grid:?}, block {block:?}, {smem_bytes} bytes dynamic shared memory)"
+            ),
+        )
+    }
+
+    /// `launch_3d_smem` as a programmatic dependent launch (sm_90 and later): on the null
+    /// stream, the grid may be scheduled before the kernel enqueued just before it completes,
+    /// once every CTA of that kernel has executed `griddepcontrol.launch_dependents` (or
+    /// exited), which hides the launch's latency behind that kernel's tail. Everything else
+    /// enqueued before is complete by then.
+    ///
+    /// # Safety
+    /// As for `launch_3d_smem`; and `f` must execute `griddepcontrol.wait` before it reads
+    /// or writes anything the kernel before it reads or writes (the wait returns once that
+    /// kernel has completed and its writes are visible).
+    pub unsafe fn launch_dependent(
+        &self,
+        f: sys::CUfunction,
+        grid: (u32, u32, u32),
+        block: (u32, u32),
+        smem_bytes: u32,
+        args: &[KernelArg],
+    ) -> Result<()> {
+        drv(self.ctx.bind_to_thread(), "binding the CUDA context")?;
+        let mut params = Params::new(args);
+        // The value's bytes zeroed, then the field the attribute's id names.
+        let mut value = sys::CUlaunchAttributeValue { pad: [0; 64] };
+        value.programmaticStreamSerializationAllowed = 1;
+        let mut attr = sys::CUlaunchAttribute {
+            id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
+            pad: [0; 4],
+            value,
+        };
+        let config = sys::CUlaunchConfig {
+            gridDimX: grid.0,
+            gridDimY: grid.1,
+            gridDimZ: grid.2,
+            blockDimX: block.0,
+            blockDimY: block.1,
+            blockDimZ: 1,
+            sharedMemBytes: smem_bytes,
+            hStream: std::ptr::null_mut(),
+            attrs: &mut attr,
+            numAttrs: 1,
+        };
+        // SAFETY: the caller guarantees `args` matches the kernel and that it waits on the
+        // kernel before it (griddepcontrol.wait); `config` and the attribute it points to live
+        // through the call, `params` as in `launch_on`; the null stream is always valid.
+        check(
+            unsafe {
+                sys::cuLaunchKernelEx(&config, f, params.ptrs.as_mut_ptr(), std::ptr::null_mut())
+            },
+            &format!(
+                "cuLaunchKernelEx(programmatic dependent, grid {grid:?}, block {block:?}, {smem_bytes} bytes dynamic shared memory)"
             ),
         )
     }
