@@ -95,13 +95,14 @@ namespace attn {
 // loaded before any store, so a CTA has all its loads in flight at once and the pass runs
 // near copy bandwidth. A CTA's task (grid-stride, so any grid covers them; the host's count:
 // kernel.rs, fp8_prepass_ctas), in this order:
-//   - 8 rows of Vᵀ, a warp each, U chunks a lane in flight (the rows' scale bytes past those
-//     chunks read first, for the factor);
-//   - one K group of K_FACTOR_KEYS keys of a K/V head (the last one ends at the tiles' keys),
-//     KC chunks a thread, the factor a CTA-wide maximum;
-//   - 256 rows of Q, a thread each (factors only: the producer widens Q).
+//   - Q_ROWS rows of Q, QR a thread (factors only: the producer widens Q), first, so that
+//     these few latency-bound CTAs run beside the others;
+//   - V_ROWS rows of Vᵀ, a warp each, U chunks a lane in flight (the rows' scale bytes past
+//     those chunks read first, for the factor);
+//   - K_GROUPS groups of K_FACTOR_KEYS keys of a K/V head (the last ends at the tiles' keys),
+//     KC chunks a thread, each group's factor a CTA-wide maximum.
 namespace prepass {
-constexpr u32 THREADS = 256, V_ROWS = THREADS / 32, U = 4, Q_ROWS = THREADS;
+constexpr u32 THREADS = 256, QR = 8, Q_ROWS = THREADS * QR, V_ROWS = THREADS / 32, U = 4, K_GROUPS = 2;
 }  // namespace prepass
 
 template <int FMT, int D>
@@ -145,44 +146,62 @@ __device__ __forceinline__ void prepass_v_rows(const u8* v_data, const u8* v_sca
 }
 
 template <int FMT, int D>
-__device__ __forceinline__ void prepass_k_group(const u8* k_data, const u8* k_scale, const f8::Factors& fac, int* k_out,
-                                                u64 kv, u32 key_lo, u32 Sk, u32 keys) {
+__device__ __forceinline__ void prepass_k_groups(const u8* k_data, const u8* k_scale, const f8::Factors& fac,
+                                                 int* k_out, u64 kv, u32 key_lo, u32 Sk, u32 keys) {
     using G = f8::Geo8<D>;
     using namespace prepass;
-    constexpr u32 B = Blk<FMT>::n, BC = G::BC, KPR = D / 32, KC = f8::K_FACTOR_KEYS * KPR / THREADS;
-    static_assert(KC * THREADS == f8::K_FACTOR_KEYS * KPR, "whole chunks per thread");
-    __shared__ int warp_max[THREADS / 32];
-    const u32 t = threadIdx.x, real = min((u32)f8::K_FACTOR_KEYS, Sk - key_lo);
-    const u32 held = min((u32)f8::K_FACTOR_KEYS, keys - key_lo);
+    constexpr u32 B = Blk<FMT>::n, BC = G::BC, KPR = D / 32, GK = f8::K_FACTOR_KEYS, KEYS = K_GROUPS * GK;
+    constexpr u32 KC = KEYS * KPR / THREADS, KEYS_PER_PASS = THREADS / KPR;
+    static_assert(KC * THREADS == KEYS * KPR && GK % KEYS_PER_PASS == 0, "whole chunks per thread, a group each");
+    static_assert(KEYS <= THREADS, "a thread per key for the factors");
+    __shared__ int warp_max[K_GROUPS][THREADS / 32];
+    const u32 t = threadIdx.x, real = min(KEYS, Sk - key_lo), held = min(KEYS, keys - key_lo);
     Chunk ch[KC];
-    int m = -1;
+    int m[K_GROUPS], col[KC];
+#pragma unroll
+    for (u32 h = 0; h < K_GROUPS; ++h) m[h] = -1;
+    // Chunk j of a thread: key t / KPR + j·KEYS_PER_PASS of the task (group j·KEYS_PER_PASS / GK),
+    // to row col[j] of its K tile (a table look-up, issued with the loads).
 #pragma unroll
     for (u32 j = 0; j < KC; ++j) {
-        const u32 i = t + THREADS * j, key = i / KPR, k0 = 32 * (i % KPR);
+        const u32 key = t / KPR + j * KEYS_PER_PASS, k0 = 32 * (t % KPR);
+        col[j] = f8::col_of_key((int)((key_lo + key) % BC));
         ch[j] = Chunk{{0u, 0u, 0u, 0u}, 0u};
         if (key < real) {
             const u64 row = kv * Sk + key_lo + key;
             ch[j].bytes = __ldg(reinterpret_cast<const uint4*>(k_data + row * (D / 2) + k0 / 2));
             ch[j].scales = load_scales<FMT>(k_scale + row * (D / B) + k0 / B);
-            m = max(m, chunk_scale_key<FMT>(ch[j].scales));
+            m[j * KEYS_PER_PASS / GK] = max(m[j * KEYS_PER_PASS / GK], chunk_scale_key<FMT>(ch[j].scales));
         }
     }
-    m = __reduce_max_sync(0xffffffffu, m);
-    if (t % 32 == 0) warp_max[t / 32] = m;
+    int f[K_GROUPS];
+#pragma unroll
+    for (u32 h = 0; h < K_GROUPS; ++h) {
+        m[h] = __reduce_max_sync(0xffffffffu, m[h]);
+        if (t % 32 == 0) warp_max[h][t / 32] = m[h];
+    }
     __syncthreads();
 #pragma unroll
-    for (u32 w = 0; w < THREADS / 32; ++w) m = max(m, warp_max[w]);
+    for (u32 h = 0; h < K_GROUPS; ++h) {
+#pragma unroll
+        for (u32 w = 0; w < THREADS / 32; ++w) m[h] = max(m[h], warp_max[h][w]);
+        f[h] = factor_of_key<FMT>(m[h]);
+    }
     __syncthreads();  // the next task's maxima
-    const int f = factor_of_key<FMT>(m);
-    if (t < real) k_out[kv * Sk + key_lo + t] = f;
+    if (t < real) {  // key t of the task, in group t / GK
+        int fk = f[0];
+#pragma unroll
+        for (u32 h = 1; h < K_GROUPS; ++h) fk = t >= h * GK ? f[h] : fk;
+        k_out[kv * Sk + key_lo + t] = fk;
+    }
     u8* tiles = fac.tiles8_of_kv<D>(kv, (int)Sk);
 #pragma unroll
     for (u32 j = 0; j < KC; ++j) {
-        const u32 i = t + THREADS * j, key = key_lo + i / KPR, k0 = 32 * (i % KPR);
-        if (i / KPR < held)
-            f8::widen_chunk<FMT, G::QK_SWIZZLE, G::QK_SBO>(ch[j], i / KPR < real ? f : 0,
-                                                          tiles + (u64)(key / BC) * G::TILE8_BYTES,
-                                                          f8::col_of_key((int)(key % BC)), (int)k0);
+        const u32 key = t / KPR + j * KEYS_PER_PASS, k0 = 32 * (t % KPR), abs_key = key_lo + key;
+        if (key < held)
+            f8::widen_chunk<FMT, G::QK_SWIZZLE, G::QK_SBO>(ch[j], key < real ? f[j * KEYS_PER_PASS / GK] : 0,
+                                                          tiles + (u64)(abs_key / BC) * G::TILE8_BYTES, col[j],
+                                                          (int)k0);
     }
 }
 
@@ -201,25 +220,33 @@ __device__ __forceinline__ void fp8_prepass_tiles(const u8* q_scale, const u8* k
     int* k_out = const_cast<int*>(fac.k);
     int* v_out = const_cast<int*>(fac.v);
     const u64 kv_bh = bh_count / kv_group, v_rows = kv_bh * D, q_rows = (u64)bh_count * Sq;
-    const u32 keys = G::tiles((int)Sk) * BC, groups = (Sk + GK - 1) / GK;
-    const u64 v_tasks = (v_rows + V_ROWS - 1) / V_ROWS, k_tasks = kv_bh * groups;
-    const u64 tasks = v_tasks + k_tasks + (q_rows + Q_ROWS - 1) / Q_ROWS;
+    const u32 keys = G::tiles((int)Sk) * BC, k_per_head = (Sk + K_GROUPS * GK - 1) / (K_GROUPS * GK);
+    const u64 q_tasks = (q_rows + Q_ROWS - 1) / Q_ROWS, v_tasks = (v_rows + V_ROWS - 1) / V_ROWS;
+    const u64 tasks = q_tasks + v_tasks + kv_bh * k_per_head;
     for (u64 task = blockIdx.x; task < tasks; task += gridDim.x) {
-        if (task < v_tasks) {
-            const u64 row = task * V_ROWS + threadIdx.x / 32;
-            if (row < v_rows) prepass_v_rows<FMT, D>(v_data, v_scale, fac, v_out, row, Sk, Skp, keys);
-        } else if (task < v_tasks + k_tasks) {
-            const u64 g = task - v_tasks;
-            prepass_k_group<FMT, D>(k_data, k_scale, fac, k_out, g / groups, (u32)(g % groups) * GK, Sk, keys);
-        } else {
-            const u64 r = (task - v_tasks - k_tasks) * Q_ROWS + threadIdx.x;
-            if (r < q_rows) {
-                const u8* s = q_scale + r * (D / B);
-                int m = -1;
+        if (task < q_tasks) {
+            // Rows r0 + THREADS·i: each thread's loads all issued before its maxima.
+            const u64 r0 = task * Q_ROWS + threadIdx.x;
+            int m[QR];
 #pragma unroll
-                for (u32 i = 0; i < D / B; ++i) m = max(m, scale_key<FMT>(s[i]));
-                q_out[r] = factor_of_key<FMT>(m);
+            for (u32 i = 0; i < QR; ++i) {
+                m[i] = -1;
+                if (r0 + THREADS * i < q_rows) {
+                    const u8* s = q_scale + (r0 + THREADS * i) * (D / B);
+#pragma unroll
+                    for (u32 b = 0; b < D / B; ++b) m[i] = max(m[i], scale_key<FMT>(s[b]));
+                }
             }
+#pragma unroll
+            for (u32 i = 0; i < QR; ++i)
+                if (r0 + THREADS * i < q_rows) q_out[r0 + THREADS * i] = factor_of_key<FMT>(m[i]);
+        } else if (task < q_tasks + v_tasks) {
+            const u64 row = (task - q_tasks) * V_ROWS + threadIdx.x / 32;
+            if (row < v_rows) prepass_v_rows<FMT, D>(v_data, v_scale, fac, v_out, row, Sk, Skp, keys);
+        } else {
+            const u64 k = task - q_tasks - v_tasks;
+            prepass_k_groups<FMT, D>(k_data, k_scale, fac, k_out, k / k_per_head,
+                                     (u32)(k % k_per_head) * K_GROUPS * GK, Sk, keys);
         }
     }
 }

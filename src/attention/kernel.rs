@@ -432,14 +432,14 @@ impl<'a> AttentionKernel<'a> {
 /// Threads per CTA of `fp8_prepass_*` (its `prepass::THREADS`).
 const PREPASS_THREADS: u32 = 256;
 
-/// CTAs of `fp8_prepass_*` for `s`: one per task of its grid-stride loop (attn_fp8_prepasses.cuh:
-/// 8 Vᵀ rows, one K group of `fp8::K_FACTOR_KEYS` keys, or 256 Q rows).
+/// CTAs of `fp8_prepass_*` for `s`: one per task of its grid-stride loop (attn_fp8_prepasses.cuh,
+/// `prepass`: 2048 Q rows, 8 Vᵀ rows, or 2 K groups of `fp8::K_FACTOR_KEYS` keys of a head).
 pub fn fp8_prepass_ctas(s: &AttnShape) -> usize {
-    let v_rows = s.kv_bh() * s.head_dim;
-    let k_groups = s.kv_bh() * s.seq_k.div_ceil(super::fp8::K_FACTOR_KEYS);
-    let q_rows = s.bh() * s.seq_q;
     let threads = PREPASS_THREADS as usize;
-    v_rows.div_ceil(threads / 32) + k_groups + q_rows.div_ceil(threads)
+    let q_tasks = (s.bh() * s.seq_q).div_ceil(threads * 8);
+    let v_tasks = (s.kv_bh() * s.head_dim).div_ceil(threads / 32);
+    let k_tasks = s.kv_bh() * s.seq_k.div_ceil(2 * super::fp8::K_FACTOR_KEYS);
+    q_tasks + v_tasks + k_tasks
 }
 
 /// Whether the FP8 body is launched as its pre-pass's programmatic dependent
@@ -645,18 +645,25 @@ mod tests {
             head_dim,
             causal: false,
         };
-        // 32 heads of 128 Vᵀ rows, 8 a CTA; 32 K groups a head; 4096 Q rows a head, 256 a CTA.
+        // 4096 Q rows a head, 2048 a CTA; 32 heads of 128 Vᵀ rows, 8 a CTA; 32 K groups a
+        // head, 2 a CTA.
         assert_eq!(
             fp8_prepass_ctas(&s(32, 32, 4096, 4096, 128)),
-            512 + 1024 + 512
+            64 + 512 + 512
         );
-        // 2 K/V heads: 16 CTAs of Vᵀ rows, 9 K groups each (the last of 76 keys); 4400 Q rows.
-        assert_eq!(fp8_prepass_ctas(&s(4, 2, 1100, 1100, 128)), 32 + 18 + 18);
+        // 4400 Q rows; 2 K/V heads: 32 CTAs of Vᵀ rows, 9 K groups each (the last of 76 keys).
+        assert_eq!(fp8_prepass_ctas(&s(4, 2, 1100, 1100, 128)), 3 + 32 + 10);
     }
 
     #[test]
     fn prepass_threads_are_the_kernels() {
         let source = include_str!("../../kernels/attention/attn_fp8_prepasses.cuh");
-        assert!(source.contains(&format!("constexpr u32 THREADS = {PREPASS_THREADS},")));
+        let line = format!(
+            "constexpr u32 THREADS = {PREPASS_THREADS}, QR = 8, Q_ROWS = THREADS * QR, V_ROWS = THREADS / 32, U = 4, K_GROUPS = 2;"
+        );
+        assert!(
+            source.contains(&line),
+            "the kernel's tasks differ from fp8_prepass_ctas's"
+        );
     }
 }
