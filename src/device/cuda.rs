@@ -1110,7 +1110,8 @@ impl CudaBackend {
     /// stream, the grid may be scheduled before the kernel enqueued just before it completes,
     /// once every CTA of that kernel has executed `griddepcontrol.launch_dependents` (or
     /// exited), which hides the launch's latency behind that kernel's tail. Everything else
-    /// enqueued before is complete by then.
+    /// enqueued before is complete by then. (The CUDA documentation names no restriction to
+    /// created streams; on the H200 the legacy null stream takes it and the launches overlap.)
     ///
     /// # Safety
     /// As for `launch_3d_smem`; and `f` must execute `griddepcontrol.wait` before it reads
