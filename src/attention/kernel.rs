@@ -8,7 +8,7 @@ pub use super::paths::{KernelPath, SOURCE, Variant, compile, compile_variant, en
 use super::reference::score_scale_log2;
 use super::schedule::StreamK;
 use super::{AttnShape, QuantizedQkv};
-use crate::device::cuda::{CudaBackend, DeviceBuffer, KernelArg, PtxModule};
+use crate::device::cuda::{After, CudaBackend, DeviceBuffer, KernelArg, PtxModule};
 use crate::quant::Format;
 use crate::quant::cuda::{DeviceQuant, InType, QuantKernels};
 use crate::quant::{NvLevels, ScaleMode, Spec};
@@ -374,6 +374,11 @@ impl<'a> AttentionKernel<'a> {
             (variant.threads() as u32, 1),
             variant.dynamic_smem(s.head_dim) as u32,
         );
+        let after = if self.path.is_fp8() && dependent_launch() {
+            After::Trigger
+        } else {
+            After::Completion
+        };
         // SAFETY: attn_{fmt}_dD(6 × const u8*, float*, u32 Sq, u32 Sk, u32 Skp, u32 causal,
         // const float* ts, u32 c0_bits, u32 bh_count, u32* counters, float* partials,
         // const int* factors, u32 kv_group; the factors are the FP8 body's, enqueued before
@@ -386,11 +391,8 @@ impl<'a> AttentionKernel<'a> {
         // (attention_wgmma_fp8's first lines); everything enqueued before the pre-pass has
         // completed before the pre-pass starts.
         unsafe {
-            if self.path.is_fp8() && dependent_launch() {
-                self.backend.launch_dependent(f, grid, block, smem, &args)
-            } else {
-                self.backend.launch_3d_smem(f, grid, block, smem, &args)
-            }
+            self.backend
+                .launch_on(std::ptr::null_mut(), after, f, grid, block, smem, &args)
         }
     }
 
@@ -443,7 +445,7 @@ pub fn fp8_prepass_ctas(s: &AttnShape) -> usize {
 }
 
 /// Whether the FP8 body is launched as its pre-pass's programmatic dependent
-/// (`CudaBackend::launch_dependent`), so its launch overlaps the pre-pass's tail.
+/// (`After::Trigger`), so its launch overlaps the pre-pass's tail.
 /// `FP4PROBE_ATTN_PDL=0` launches it plainly, for side-by-side timing.
 fn dependent_launch() -> bool {
     std::env::var("FP4PROBE_ATTN_PDL").map_or(true, |v| v != "0")
