@@ -166,7 +166,7 @@ fn fp8_wgmma_kernel_runs_both_products_on_e4m3_hgmma_for_sm90a() {
         );
     }
     for format in ["mxfp4", "nvfp4"] {
-        for pass in ["factors", "widen"] {
+        for pass in ["factors", "prepass"] {
             assert!(listing.contains(&format!("Function : fp8_{pass}_{format}\n")));
         }
     }

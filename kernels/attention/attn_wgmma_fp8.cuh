@@ -11,8 +11,8 @@
 //
 // Operands. Each row of Q, each group of K_FACTOR_KEYS keys of K and each row of Vᵀ (a channel
 // of V over all keys) has one power-of-two factor 2^f (fp8.rs: row_factor_log2), computed by the
-// pre-pass fp8_factors_* into the launch's factor buffer: [bh][Sq] for Q, [bh][Sk] for K (the
-// group's factor at each key), [bh][D] for Vᵀ (ints). An element is RN_E4M3(code × block scale ×
+// pre-pass fp8_factors_* or fp8_prepass_* into the launch's factor buffer: [bh][Sq] for Q, [bh][Sk]
+// for K (the group's factor at each key), [bh][D] for Vᵀ (ints). An element is RN_E4M3(code × block scale ×
 // 2^-f), looked up by byte permutes in its block's table of the 8 magnitudes times the block's
 // multiplier scale·2^-f (f16 products, exact wherever the element does not round to 0 in E4M3,
 // converted by cvt.rn.satfinite.e4m3x2.f16x2). A tile's scores are multiplied by c·2^fq·2^fk,
@@ -35,7 +35,7 @@
 
 // Where K and Vᵀ are widened to E4M3, one compiled variant each (the host picks per shape:
 // src/attention/paths.rs, fp8_widen_once): 0, by each CTA's producer, tile by tile, into shared
-// memory, so nothing but FP4 is stored; 1, once per launch by the pre-pass fp8_widen_* into the
+// memory, so nothing but FP4 is stored; 1, once per launch by the pre-pass fp8_prepass_* into the
 // workspace (an E4M3 copy of K and Vᵀ, twice their FP4 bytes), stored there as each key tile's
 // shared-memory image (swizzled, K's rows in column order, zero past the keys), so that one
 // thread of the producer brings a tile into its stage with one bulk copy (cp.async.bulk),
@@ -300,9 +300,9 @@ __device__ __forceinline__ void widen_chunk(const Chunk& c, int f, unsigned char
 __device__ __forceinline__ float pow2(int f) { return __int_as_float((127 + max(min(f, 127), -126)) << 23); }
 
 // The launch's workspace (the host's copy: src/attention/kernel.rs, Fp8Workspace): the row
-// factors of Q, K and Vᵀ (fp8_factors_*: [bh][Sq], [kv_bh][Sk], [kv_bh][D] ints; K and Vᵀ have
-// kv_bh = bh_count / kv_group heads), then, for ATTN_FP8_WIDEN_ONCE, the E4M3 key tiles
-// (fp8_widen_*: [kv_bh][ceil(Sk / BC)] images of TILE8_BYTES, Geo8's K tile then its Vᵀ tile),
+// factors of Q, K and Vᵀ (fp8_factors_* or fp8_prepass_*: [bh][Sq], [kv_bh][Sk], [kv_bh][D] ints;
+// K and Vᵀ have kv_bh = bh_count / kv_group heads), then, for ATTN_FP8_WIDEN_ONCE, the E4M3 key tiles
+// (fp8_prepass_*: [kv_bh][ceil(Sk / BC)] images of TILE8_BYTES, Geo8's K tile then its Vᵀ tile),
 // each part from a 256-byte boundary.
 FP4PROBE_HD constexpr u64 round256(u64 n) { return (n + 255) / 256 * 256; }
 struct Factors {
@@ -731,6 +731,9 @@ __device__ void attention_wgmma_fp8(const u8* __restrict__ q_data, const u8* __r
         mbar_init(&full.q[1], 128);
     }
     __syncthreads();
+    // Launched as the pre-pass's programmatic dependent (kernel.rs): everything below may read
+    // what it writes, so wait for it here (a no-op when launched plainly).
+    asm volatile("griddepcontrol.wait;" ::: "memory");
     const int tid = threadIdx.x, wgi = __shfl_sync(0xffffffffu, tid / 128, 0), t = tid % 128;
     const Factors fac(factors, bh_count, Sq, Sk, D, kv_group);
     if (wgi == 0) {

@@ -8,7 +8,7 @@ pub use super::paths::{KernelPath, SOURCE, Variant, compile, compile_variant, en
 use super::reference::score_scale_log2;
 use super::schedule::StreamK;
 use super::{AttnShape, QuantizedQkv};
-use crate::device::cuda::{CudaBackend, DeviceBuffer, KernelArg, PtxModule};
+use crate::device::cuda::{After, CudaBackend, DeviceBuffer, KernelArg, PtxModule};
 use crate::quant::Format;
 use crate::quant::cuda::{DeviceQuant, InType, QuantKernels};
 use crate::quant::{NvLevels, ScaleMode, Spec};
@@ -35,10 +35,10 @@ pub struct AttentionKernel<'a> {
     sms: usize,
     /// The on-the-fly path's pre-passes, by name (`transpose_pad_16bit`, `smooth_k_bf16`, ...).
     pre_passes: Vec<(&'static str, sys::CUfunction)>,
-    /// The FP8 body's pre-passes per variant and format (`fp8_factors_*`, `fp8_widen_*`), for
-    /// that path only: each variant's from its own module, whose key tiles its widening lays
-    /// out.
-    fp8_passes: Vec<(Variant, Format, [sys::CUfunction; 2])>,
+    /// The FP8 body's pre-pass per variant and format (`fp8_prepass_*` where the variant
+    /// widens once, else `fp8_factors_*`), for that path only: each variant's from its own
+    /// module, whose key tiles its widening lays out.
+    fp8_passes: Vec<(Variant, Format, sys::CUfunction)>,
     /// The wgmma body's stream-K workspace, allocated by the first launch that needs it.
     /// Launches on this kernel's stream share it (one at a time on the device).
     workspace: Mutex<Option<Workspace>>,
@@ -133,9 +133,14 @@ impl<'a> AttentionKernel<'a> {
         let mut fp8_passes = Vec::new();
         if path.is_fp8() {
             for (variant, m) in &modules {
+                let pass = if variant.fp8_widen_once {
+                    "prepass"
+                } else {
+                    "factors"
+                };
                 for &f in path.formats() {
-                    let pass = |p: &str| m.function(&format!("fp8_{p}_{}", f.name()));
-                    fp8_passes.push((*variant, f, [pass("factors")?, pass("widen")?]));
+                    let func = m.function(&format!("fp8_{pass}_{}", f.name()))?;
+                    fp8_passes.push((*variant, f, func));
                 }
             }
         }
@@ -198,9 +203,10 @@ impl<'a> AttentionKernel<'a> {
         Ok((w.counters.ptr(), w.partials.ptr()))
     }
 
-    /// The FP8 body's pre-passes for `s`'s operands (`ops` as `enqueue_raw` takes them),
+    /// The FP8 body's pre-pass for `s`'s operands (`ops` as `enqueue_raw` takes them),
     /// enqueued into its workspace (grown as needed), whose device pointer is returned: the row
-    /// factors, then for a `variant` that widens once, K and Vᵀ widened to E4M3.
+    /// factors, and for a `variant` that widens once, K and Vᵀ widened to E4M3 in the same
+    /// launch (`fp8_prepass_*`).
     fn enqueue_fp8_passes(
         &self,
         s: &AttnShape,
@@ -212,11 +218,12 @@ impl<'a> AttentionKernel<'a> {
             .fp8_passes
             .iter()
             .find(|(v, f, _)| *v == variant && *f == format);
-        let [factors, widen] = match found {
-            Some(&(_, _, passes)) => passes,
-            None => bail!("no FP8 pre-passes for {} in {variant:?}", format.name()),
+        let pass = match found {
+            Some(&(_, _, pass)) => pass,
+            None => bail!("no FP8 pre-pass for {} in {variant:?}", format.name()),
         };
-        let ws = Fp8Workspace::of(s, variant.keys_per_tile(s.head_dim));
+        let keys_per_tile = variant.keys_per_tile(s.head_dim);
+        let ws = Fp8Workspace::of(s, keys_per_tile);
         let once = variant.fp8_widen_once;
         let bytes = if once { ws.total } else { ws.e4m3_tiles };
         let mut buf = self.fp8_workspace.lock().unwrap_or_else(|e| e.into_inner());
@@ -228,27 +235,9 @@ impl<'a> AttentionKernel<'a> {
         let out = buf.as_ref().expect("allocated above").ptr();
         let bh = s.bh();
         let block = format.block();
-        let grid = (4 * self.sms as u32, 2, 1);
-        let args = [
-            KernelArg::Ptr(ops[1]),
-            KernelArg::Ptr(ops[3]),
-            KernelArg::Ptr(ops[5]),
-            KernelArg::Ptr(out),
-            KernelArg::U32(fit_u32(bh * s.seq_q, "Q rows")?),
-            KernelArg::U32(fit_u32(s.kv_bh() * s.seq_k, "K rows")?),
-            KernelArg::U32(fit_u32(s.kv_bh() * s.head_dim, "Vᵀ rows")?),
-            KernelArg::U32(fit_u32(s.head_dim / block, "scales per row")?),
-            KernelArg::U32(fit_u32(s.seq_k_padded() / block, "scales per Vᵀ row")?),
-            KernelArg::U32(fit_u32(s.seq_k, "keys")?),
-        ];
-        // SAFETY: fp8_factors_{fmt}(3 × const u8* scales, int* out, u32 q_rows, k_rows, v_rows,
-        // qk_row_bytes, v_row_bytes, seq_k): the scale tensors of `s` in `format`
-        // (QuantizedQkv's layout) hold those rows of those lengths, K's rows seq_k a head;
-        // `out` holds one i32 per row (the workspace's first part). Grid-stride loops: any
-        // grid covers them.
-        unsafe { self.backend.launch_3d(factors, grid, (256, 1), &args)? };
         if once {
             let args = [
+                KernelArg::Ptr(ops[1]),
                 KernelArg::Ptr(ops[2]),
                 KernelArg::Ptr(ops[3]),
                 KernelArg::Ptr(ops[4]),
@@ -260,15 +249,39 @@ impl<'a> AttentionKernel<'a> {
                 KernelArg::U32(fit_u32(s.head_dim, "head_dim")?),
                 KernelArg::U32(fit_u32(s.seq_k_padded(), "padded seq_k")?),
                 KernelArg::U32(fit_u32(s.group(), "K/V head group")?),
-                KernelArg::U32(fit_u32(variant.keys_per_tile(s.head_dim), "keys per tile")?),
+                KernelArg::U32(fit_u32(keys_per_tile, "keys per tile")?),
             ];
-            // SAFETY: fp8_widen_{fmt}(K codes, K scales, Vᵀ codes, Vᵀ scales, int* workspace,
-            // u32 bh_count, Sq, Sk, D, Skp, kv_group, keys_per_tile): the operands of `s` in `format`; the workspace of
-            // `Fp8Workspace::of`'s size for `variant`, its factors written by the launch before on the
-            // same stream. Grid-stride over the 32-element chunks.
+            let grid = fit_u32(fp8_prepass_ctas(s), "pre-pass CTAs")?;
+            // SAFETY: fp8_prepass_{fmt}(Q scales, K codes, K scales, Vᵀ codes, Vᵀ scales,
+            // int* workspace, u32 bh_count, Sq, Sk, D, Skp, kv_group, keys_per_tile): the
+            // operands of `s` in `format` (QuantizedQkv's layout, K and Vᵀ with kv_heads
+            // heads); the workspace of `Fp8Workspace::of`'s size for `variant`. Grid-stride
+            // over its tasks: any grid covers them; 256 threads, which it checks.
             unsafe {
                 self.backend
-                    .launch_3d(widen, (grid.0, 1, 1), (256, 1), &args)?
+                    .launch_3d(pass, (grid, 1, 1), (PREPASS_THREADS, 1), &args)?
+            };
+        } else {
+            let args = [
+                KernelArg::Ptr(ops[1]),
+                KernelArg::Ptr(ops[3]),
+                KernelArg::Ptr(ops[5]),
+                KernelArg::Ptr(out),
+                KernelArg::U32(fit_u32(bh * s.seq_q, "Q rows")?),
+                KernelArg::U32(fit_u32(s.kv_bh() * s.seq_k, "K rows")?),
+                KernelArg::U32(fit_u32(s.kv_bh() * s.head_dim, "Vᵀ rows")?),
+                KernelArg::U32(fit_u32(s.head_dim / block, "scales per row")?),
+                KernelArg::U32(fit_u32(s.seq_k_padded() / block, "scales per Vᵀ row")?),
+                KernelArg::U32(fit_u32(s.seq_k, "keys")?),
+            ];
+            // SAFETY: fp8_factors_{fmt}(3 × const u8* scales, int* out, u32 q_rows, k_rows,
+            // v_rows, qk_row_bytes, v_row_bytes, seq_k): the scale tensors of `s` in `format`
+            // (QuantizedQkv's layout) hold those rows of those lengths, K's rows seq_k a head;
+            // `out` holds one i32 per row (the workspace's first part). Grid-stride loops: any
+            // grid covers them.
+            unsafe {
+                self.backend
+                    .launch_3d(pass, (4 * self.sms as u32, 2, 1), (256, 1), &args)?
             };
         }
         Ok(out)
@@ -356,6 +369,16 @@ impl<'a> AttentionKernel<'a> {
             KernelArg::Ptr(factors),
             KernelArg::U32(fit_u32(s.group(), "Q heads per K/V head")?),
         ]);
+        let grid = (fit_u32(grid.0, "grid")?, fit_u32(grid.1, "grid")?, 1);
+        let (block, smem) = (
+            (variant.threads() as u32, 1),
+            variant.dynamic_smem(s.head_dim) as u32,
+        );
+        let after = if self.path.is_fp8() && dependent_launch() {
+            After::Trigger
+        } else {
+            After::Completion
+        };
         // SAFETY: attn_{fmt}_dD(6 × const u8*, float*, u32 Sq, u32 Sk, u32 Skp, u32 causal,
         // const float* ts, u32 c0_bits, u32 bh_count, u32* counters, float* partials,
         // const int* factors, u32 kv_group; the factors are the FP8 body's, enqueued before
@@ -363,15 +386,13 @@ impl<'a> AttentionKernel<'a> {
         // (QuantizedQkv's layout, K and Vᵀ with batch·kv_heads heads, kv_group = heads /
         // kv_heads), `out` and `ts` are checked above; the grid covers seq_q and batch·heads
         // (the wgmma bodies' schedule all of them, its workspace sized for it); the dynamic
-        // shared memory is the body's (allowed in load_path).
+        // shared memory is the body's (allowed in load_path). The FP8 body, launched as its
+        // pre-pass's dependent, executes griddepcontrol.wait before it touches any memory
+        // (attention_wgmma_fp8's first lines); everything enqueued before the pre-pass has
+        // completed before the pre-pass starts.
         unsafe {
-            self.backend.launch_3d_smem(
-                f,
-                (fit_u32(grid.0, "grid")?, fit_u32(grid.1, "grid")?, 1),
-                (variant.threads() as u32, 1),
-                variant.dynamic_smem(s.head_dim) as u32,
-                &args,
-            )
+            self.backend
+                .launch_on(std::ptr::null_mut(), after, f, grid, block, smem, &args)
         }
     }
 
@@ -408,6 +429,26 @@ impl<'a> AttentionKernel<'a> {
             threads: variant.threads(),
         })
     }
+}
+
+/// Threads per CTA of `fp8_prepass_*` (its `prepass::THREADS`).
+const PREPASS_THREADS: u32 = 256;
+
+/// CTAs of `fp8_prepass_*` for `s`: one per task of its grid-stride loop (attn_fp8_prepasses.cuh,
+/// `prepass`: 2048 Q rows, 8 Vᵀ rows, or 2 K groups of `fp8::K_FACTOR_KEYS` keys of a head).
+pub fn fp8_prepass_ctas(s: &AttnShape) -> usize {
+    let threads = PREPASS_THREADS as usize;
+    let q_tasks = (s.bh() * s.seq_q).div_ceil(threads * 8);
+    let v_tasks = (s.kv_bh() * s.head_dim).div_ceil(threads / 32);
+    let k_tasks = s.kv_bh() * s.seq_k.div_ceil(2 * super::fp8::K_FACTOR_KEYS);
+    q_tasks + v_tasks + k_tasks
+}
+
+/// Whether the FP8 body is launched as its pre-pass's programmatic dependent
+/// (`After::Trigger`), so its launch overlaps the pre-pass's tail.
+/// `FP4PROBE_ATTN_PDL=0` launches it plainly, for side-by-side timing.
+fn dependent_launch() -> bool {
+    std::env::var("FP4PROBE_ATTN_PDL").map_or(true, |v| v != "0")
 }
 
 /// `v` as a kernel's u32 argument, or an error naming `what` when it does not fit.
@@ -588,5 +629,43 @@ impl OnTheFly {
         ]
         .map(|b| b.ptr());
         attn.enqueue_raw(s, self.format, ops, &self.ts, &self.out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prepass_ctas_cover_its_tasks() {
+        let s = |heads, kv_heads, seq_q, seq_k, head_dim| AttnShape {
+            batch: 1,
+            heads,
+            kv_heads,
+            seq_q,
+            seq_k,
+            head_dim,
+            causal: false,
+        };
+        // 4096 Q rows a head, 2048 a CTA; 32 heads of 128 Vᵀ rows, 8 a CTA; 32 K groups a
+        // head, 2 a CTA.
+        assert_eq!(
+            fp8_prepass_ctas(&s(32, 32, 4096, 4096, 128)),
+            64 + 512 + 512
+        );
+        // 4400 Q rows; 2 K/V heads: 32 CTAs of Vᵀ rows, 9 K groups each (the last of 76 keys).
+        assert_eq!(fp8_prepass_ctas(&s(4, 2, 1100, 1100, 128)), 3 + 32 + 10);
+    }
+
+    #[test]
+    fn prepass_threads_are_the_kernels() {
+        let source = include_str!("../../kernels/attention/attn_fp8_prepasses.cuh");
+        let line = format!(
+            "constexpr u32 THREADS = {PREPASS_THREADS}, QR = 8, Q_ROWS = THREADS * QR, V_ROWS = THREADS / 32, U = 4, K_GROUPS = 2;"
+        );
+        assert!(
+            source.contains(&line),
+            "the kernel's tasks differ from fp8_prepass_ctas's"
+        );
     }
 }

@@ -822,6 +822,62 @@ pub enum KernelArg {
     U32(u32),
 }
 
+/// When a launch may start after the kernel enqueued before it on its stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum After {
+    /// Once it has completed (a plain launch).
+    Completion,
+    /// Programmatic dependent launch (sm_90 and later): once every CTA of that kernel has
+    /// executed `griddepcontrol.launch_dependents` (or exited), so the launch's latency hides
+    /// behind that kernel's tail; the kernel launched waits for the one before with
+    /// `griddepcontrol.wait`, which returns once it has completed and its writes are visible.
+    /// Everything enqueued before that kernel is complete by then. (The CUDA documentation
+    /// names no restriction to created streams; on the H200 the legacy null stream takes it
+    /// and the launches overlap.)
+    Trigger,
+}
+
+/// A launch's parameter pointers (`kernelParams`): each value in its own slot of the right
+/// width, the slots sized up front, so the pointers into them stay valid while this lives.
+struct Params {
+    _wide: Vec<u64>,
+    _narrow: Vec<u32>,
+    ptrs: Vec<*mut c_void>,
+}
+
+impl Params {
+    fn new(args: &[KernelArg]) -> Self {
+        let mut wide: Vec<u64> = Vec::with_capacity(args.len());
+        let mut narrow: Vec<u32> = Vec::with_capacity(args.len());
+        for a in args {
+            match *a {
+                KernelArg::Ptr(p) => wide.push(p),
+                KernelArg::U32(x) => narrow.push(x),
+            }
+        }
+        let (wp, np) = (wide.as_mut_ptr(), narrow.as_mut_ptr());
+        let (mut wi, mut ni) = (0, 0);
+        let mut ptrs: Vec<*mut c_void> = Vec::with_capacity(args.len());
+        for a in args {
+            match a {
+                KernelArg::Ptr(_) => {
+                    ptrs.push(wp.wrapping_add(wi).cast());
+                    wi += 1;
+                }
+                KernelArg::U32(_) => {
+                    ptrs.push(np.wrapping_add(ni).cast());
+                    ni += 1;
+                }
+            }
+        }
+        Params {
+            _wide: wide,
+            _narrow: narrow,
+            ptrs,
+        }
+    }
+}
+
 /// A CUDA event, destroyed on drop.
 struct Event(sys::CUevent);
 
@@ -1022,17 +1078,32 @@ impl CudaBackend {
         args: &[KernelArg],
     ) -> Result<()> {
         // SAFETY: forwarded from the caller; the null stream is always valid.
-        unsafe { self.launch_on(std::ptr::null_mut(), f, grid, block, smem_bytes, args) }
+        unsafe {
+            self.launch_on(
+                std::ptr::null_mut(),
+                After::Completion,
+                f,
+                grid,
+                block,
+                smem_bytes,
+                args,
+            )
+        }
     }
 
-    /// `launch_3d_smem` on `stream` (null: the legacy default stream).
+    /// `launch_3d_smem` on `stream` (null: the legacy default stream), after the work before
+    /// it there as `after` says.
     ///
     /// # Safety
     /// As for `launch_3d_smem`; `stream` must be null or a live stream of this context, and
-    /// the buffers `args` point to must be ready in its order.
+    /// the buffers `args` point to must be ready in its order; with `After::Trigger`, `f` must
+    /// execute `griddepcontrol.wait` before it reads or writes anything the kernel before it
+    /// reads or writes.
+    #[allow(clippy::too_many_arguments)]
     pub unsafe fn launch_on(
         &self,
         stream: sys::CUstream,
+        after: After,
         f: sys::CUfunction,
         grid: (u32, u32, u32),
         block: (u32, u32),
@@ -1040,52 +1111,64 @@ impl CudaBackend {
         args: &[KernelArg],
     ) -> Result<()> {
         drv(self.ctx.bind_to_thread(), "binding the CUDA context")?;
-        // Each parameter's value lives in its own slot of the right width; the slots are sized
-        // up front, so the pointers into them stay valid.
-        let mut wide: Vec<u64> = Vec::with_capacity(args.len());
-        let mut narrow: Vec<u32> = Vec::with_capacity(args.len());
-        for a in args {
-            match *a {
-                KernelArg::Ptr(p) => wide.push(p),
-                KernelArg::U32(x) => narrow.push(x),
-            }
+        let mut params = Params::new(args);
+        let call = match after {
+            After::Completion => "cuLaunchKernel",
+            After::Trigger => "cuLaunchKernelEx(programmatic dependent)",
+        };
+        let what = format!(
+            "{call}(grid {grid:?}, block {block:?}, {smem_bytes} bytes dynamic shared memory)"
+        );
+        if after == After::Completion {
+            // SAFETY: the caller guarantees `args` matches the kernel; `params` points into
+            // its own slots, which outlive the call (the driver copies parameters at launch).
+            return check(
+                unsafe {
+                    sys::cuLaunchKernel(
+                        f,
+                        grid.0,
+                        grid.1,
+                        grid.2,
+                        block.0,
+                        block.1,
+                        1,
+                        smem_bytes,
+                        stream,
+                        params.ptrs.as_mut_ptr(),
+                        std::ptr::null_mut(),
+                    )
+                },
+                &what,
+            );
         }
-        let (wp, np) = (wide.as_mut_ptr(), narrow.as_mut_ptr());
-        let (mut wi, mut ni) = (0, 0);
-        let mut params: Vec<*mut c_void> = Vec::with_capacity(args.len());
-        for a in args {
-            match a {
-                KernelArg::Ptr(_) => {
-                    params.push(wp.wrapping_add(wi).cast());
-                    wi += 1;
-                }
-                KernelArg::U32(_) => {
-                    params.push(np.wrapping_add(ni).cast());
-                    ni += 1;
-                }
-            }
-        }
-        // SAFETY: the caller guarantees `args` matches the kernel; `params` points into
-        // `wide` and `narrow`, which outlive the call (the driver copies parameters at launch).
+        // The value's bytes zeroed, then the field the attribute's id names.
+        let mut value = sys::CUlaunchAttributeValue { pad: [0; 64] };
+        value.programmaticStreamSerializationAllowed = 1;
+        let mut attr = sys::CUlaunchAttribute {
+            id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
+            pad: [0; 4],
+            value,
+        };
+        let config = sys::CUlaunchConfig {
+            gridDimX: grid.0,
+            gridDimY: grid.1,
+            gridDimZ: grid.2,
+            blockDimX: block.0,
+            blockDimY: block.1,
+            blockDimZ: 1,
+            sharedMemBytes: smem_bytes,
+            hStream: stream,
+            attrs: &mut attr,
+            numAttrs: 1,
+        };
+        // SAFETY: the caller guarantees `args` matches the kernel and that it waits on the
+        // kernel before it (griddepcontrol.wait); `config` and the attribute it points to live
+        // through the call, `params` as above.
         check(
             unsafe {
-                sys::cuLaunchKernel(
-                    f,
-                    grid.0,
-                    grid.1,
-                    grid.2,
-                    block.0,
-                    block.1,
-                    1,
-                    smem_bytes,
-                    stream,
-                    params.as_mut_ptr(),
-                    std::ptr::null_mut(),
-                )
+                sys::cuLaunchKernelEx(&config, f, params.ptrs.as_mut_ptr(), std::ptr::null_mut())
             },
-            &format!(
-                "cuLaunchKernel(grid {grid:?}, block {block:?}, {smem_bytes} bytes dynamic shared memory)"
-            ),
+            &what,
         )
     }
 

@@ -6,7 +6,7 @@ use super::desc::{Desc, Major};
 use super::kernel::{ENTRY, Transpose, probe_kernel};
 use super::{ASource, THREADS, WgVariant};
 use crate::device::DeviceInfo;
-use crate::device::cuda::{CudaBackend, KernelArg, PtxModule};
+use crate::device::cuda::{After, CudaBackend, KernelArg, PtxModule};
 use crate::probe::bench::Toolchain;
 use anyhow::{Context, Result, bail};
 use cudarc::driver::{DevicePtr, DevicePtrMut};
@@ -307,6 +307,7 @@ impl WgBackend for WgCuda<'_> {
                 unsafe {
                     self.dev.launch_on(
                         stream.cu_stream(),
+                        After::Completion,
                         f,
                         (n as u32, 1, 1),
                         (THREADS, 1),
