@@ -95,11 +95,21 @@ struct Schedule {
     __device__ __forceinline__ u64 cta_start(u32 g) const { return tail0 + (u64)g * tail_len / ctas; }
     // The CTA whose tail range holds tile s: the largest g with cta_start(g) <= s.
     __device__ __forceinline__ u32 owner(u64 s) const { return (u32)(((s - tail0 + 1) * ctas - 1) / tail_len); }
-    // Item k whole (item_first is only needed for cut items, and left 0).
+    // The k-th item dealt out whole (item_first is only needed for cut items, and left 0).
+    // Without the mask, item k (head-major). With it (a grid of one CTA per item, the only
+    // whole items then), the longest row blocks of every head first: the hardware starts CTAs
+    // in blockIdx order as multiprocessors free up, and in head-major order the last CTAs to
+    // start held each head's longest row block, which the launch then waited for (the FP8
+    // path's S = 1024 ran as long with the mask as without).
     __device__ __forceinline__ Segment whole_item(u64 k) const {
         Segment sg;
-        sg.bh = (u32)(k / rb_count);
-        sg.rb = sg.pos = (int)(k - (u64)sg.bh * rb_count);
+        if (causal) {
+            sg.bh = (u32)(k % bh_count);
+            sg.rb = sg.pos = rb_count - 1 - (int)(k / bh_count);
+        } else {
+            sg.bh = (u32)(k / rb_count);
+            sg.rb = sg.pos = (int)(k - (u64)sg.bh * rb_count);
+        }
         sg.tiles = row_block_tiles(sg.rb);
         sg.t0 = 0;
         sg.t1 = sg.tiles;

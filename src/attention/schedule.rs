@@ -166,6 +166,21 @@ impl StreamK {
         }
     }
 
+    /// The (head, row block) of the k-th row block dealt out whole (`Schedule::whole_item` in
+    /// attn_stream_k.cuh). Without the mask head-major, rb = k % R (not rb_at's order: only the
+    /// tail is cut, and only its order balances segments). With it (whole only in a grid of
+    /// one CTA per row block) the longest row blocks of all heads first, so that the CTAs the
+    /// hardware starts last are the short ones.
+    pub fn whole_item(&self, k: u64) -> (usize, usize) {
+        if self.causal {
+            let bh = self.bh as u64;
+            ((k % bh) as usize, self.row_blocks() - 1 - (k / bh) as usize)
+        } else {
+            let per_head = self.row_blocks() as u64;
+            ((k / per_head) as usize, (k % per_head) as usize)
+        }
+    }
+
     /// The first tile of the tail, which the CTAs cut evenly.
     fn tail0(&self) -> u64 {
         if self.whole_items() == self.items() as u64 {
@@ -196,14 +211,11 @@ impl StreamK {
 
     /// The segments of CTA `g`, in order: its whole row blocks, then its tail range.
     pub fn segments(&self, g: usize) -> Vec<Segment> {
-        let per_head = self.row_blocks() as u64;
         // (The kernel leaves item_first 0 for whole row blocks: only cut ones need it.)
         let mut out: Vec<Segment> = (g as u64..self.whole_items())
             .step_by(self.ctas)
             .map(|k| {
-                // Whole row blocks are dealt out in the order rb = k % R (not rb_at's): only
-                // the tail is cut, and only its order balances segments.
-                let (bh, rb) = ((k / per_head) as usize, (k % per_head) as usize);
+                let (bh, rb) = self.whole_item(k);
                 let tiles = self.row_block_tiles(rb);
                 Segment {
                     bh,
@@ -311,7 +323,7 @@ mod tests {
             for (i, sg) in segs[..whole].iter().enumerate() {
                 assert!(sg.whole(), "{s:?}: CTA {g} segment {i}");
                 let k = g + i * s.ctas;
-                assert_eq!((sg.bh, sg.rb), (k / s.row_blocks(), k % s.row_blocks()));
+                assert_eq!((sg.bh, sg.rb), s.whole_item(k as u64));
             }
             for (i, sg) in tail.iter().enumerate() {
                 let first = sg.item_first + sg.t0;
@@ -437,6 +449,32 @@ mod tests {
         // A small launch runs fewer CTAs, each at least MIN_TILES_PER_CTA tiles.
         let small = StreamK::persistent(&shape(256, 256, 1, false), 192, 64, 132);
         assert_eq!((small.total(), small.ctas), (8, 2));
+    }
+
+    #[test]
+    fn a_causal_grid_of_one_cta_per_row_block_starts_the_longest_first() {
+        // S = 1024, H = 32, 128 rows and keys: the FP8 kernel's grid mode (row block rb has
+        // rb + 1 tiles). CTA k runs one row block; lengths never grow with k, every (head, row
+        // block) once.
+        let s = StreamK::grid(&shape(1024, 1024, 32, true), 128, 128);
+        assert_eq!((s.ctas, s.whole_items()), (256, 256));
+        let runs: Vec<(usize, usize)> = (0..s.ctas)
+            .map(|g| (s.segments(g)[0].bh, s.segments(g)[0].rb))
+            .collect();
+        assert!(
+            runs.windows(2)
+                .all(|w| s.row_block_tiles(w[0].1) >= s.row_block_tiles(w[1].1))
+        );
+        assert!(runs[..32].iter().all(|&(_, rb)| rb == 7));
+        let mut sorted = runs.clone();
+        sorted.sort_unstable();
+        assert_eq!(
+            sorted,
+            (0..32)
+                .flat_map(|bh| (0..8).map(move |rb| (bh, rb)))
+                .collect::<Vec<_>>()
+        );
+        check(&s);
     }
 
     #[test]
