@@ -98,9 +98,9 @@ struct Schedule {
     // The k-th item dealt out whole (item_first is only needed for cut items, and left 0).
     // Without the mask, item k (head-major). With it (a grid of one CTA per item, the only
     // whole items then), the longest row blocks of every head first: the hardware starts CTAs
-    // in blockIdx order as multiprocessors free up, and in head-major order the last CTAs to
-    // start held each head's longest row block, which the launch then waited for (the FP8
-    // path's S = 1024 ran as long with the mask as without).
+    // in blockIdx order as multiprocessors free up, so the CTAs it starts last are the short
+    // ones (in head-major order they would hold the last heads' longest row blocks, and the
+    // launch would wait for them: reports/sm_90/attention/experiments/causal-grid-order).
     __device__ __forceinline__ Segment whole_item(u64 k) const {
         Segment sg;
         if (causal) {
