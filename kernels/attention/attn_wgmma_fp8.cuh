@@ -417,12 +417,16 @@ __device__ __forceinline__ void produce8(int Sq, int Sk, int causal, u32 bh_coun
         bar_sync(bar_producer(), 128);
     }
     int ring = 0, seg = 0;
+    TL(TlMarks tm;)
     for (;; ++seg) {
+        TL(tl_reset(tm); tm.v[0] = tl_clk();)
         if (seg >= 2) bar_sync(bar_q_empty(seg & 1), THREADS);
         if (t == 0) next_work(&sched, &cursor, &works[seg & 1]);
         bar_sync(bar_producer(), 128);
+        TL(tm.v[1] = tl_clk();)
         const Work sg = works[seg & 1];
         if (sg.tiles == 0) break;
+        TL(tm.rb = sg.rb, tm.t0 = sg.t0, tm.t1 = sg.t1;)
         const HeadOffsets at = head_offsets<D, FMT>(sg.bh, Sq, Sk, Skp, op.kv_group);
         const u8 *k_data = op.k_data + at.k_data, *k_scale = op.k_scale + at.k_scale;
         const u8 *v_data = op.v_data + at.v_data, *v_scale = op.v_scale + at.v_scale;
@@ -447,6 +451,7 @@ __device__ __forceinline__ void produce8(int Sq, int Sk, int causal, u32 bh_coun
         }
         fence_async_smem();
         mbar_arrive(&full->q[seg & 1]);
+        TL(tm.v[2] = tl_clk();)
         if (ATTN_FP8_WIDEN_ONCE) {
             // A tile's image, one bulk copy into its stage, issued by thread 0 once the stage is
             // empty; the copy's bytes complete the stage's full barrier, whose one arrival
@@ -454,15 +459,19 @@ __device__ __forceinline__ void produce8(int Sq, int Sk, int causal, u32 bh_coun
             const u8* img = fac.tiles8_of_kv<D>(sg.bh / op.kv_group, Sk);
             for (int j = sg.t0; j < sg.t1; ++j) {
                 const int s = ring % STAGES;
+                TL(const long long tw = tl_clk();)
                 if (ring >= STAGES) bar_sync(bar_empty(s), THREADS);
+                TL(tm.v[6] += tl_clk() - tw;)
                 if (t == 0) {
                     kf[s] = pow2(__ldg(fk + j * BC));
                     mbar_arrive_expect_tx(&full->stage[s], G::TILE8_BYTES);
                     bulk_copy_g2s(shared_addr(stages + s * G::STAGE_BYTES), img + (u64)j * G::TILE8_BYTES,
                                   G::TILE8_BYTES, &full->stage[s]);
                 }
+                TL(if (j == sg.t0) tm.v[3] = tl_clk();)
                 ++ring;
             }
+            TL(tm.v[4] = tl_clk(); tl_keep(tm, 0, seg, t);)
             continue;
         }
         for (int j = sg.t0; j < sg.t1; ++j) {
@@ -480,6 +489,7 @@ __device__ __forceinline__ void produce8(int Sq, int Sk, int causal, u32 bh_coun
     mbar_arrive(&full->q[seg & 1]);
     for (int r = max(ring - STAGES, 0); r < ring; ++r) bar_sync(bar_empty(r % STAGES), THREADS);
     if (seg >= 1) bar_sync(bar_q_empty((seg - 1) & 1), THREADS);
+    TL(tl_end(seg, Sq, causal, FMT, t);)
 }
 
 // ---- the consumers --------------------------------------------------------------------------
@@ -586,7 +596,7 @@ __device__ __forceinline__ void issue_pv8(float (&o)[D / 2], float (&lt)[4], con
 template <int D>
 __device__ __forceinline__ void consume8(u32 q_addr, unsigned char* stages, const float* kf, const FullBarriers* full,
                                          int ring0, const Work& sg, int Sq, int Sk, int causal, const float (&cq)[2],
-                                         int w, int t, float (&o)[D / 2], RowState& st) {
+                                         int w, int t, float (&o)[D / 2], RowState& st TL(, TlMarks& tm)) {
     using G = Geo8<D>;
     constexpr int BC = G::BC, S_REGS = BC / 2, P_STEPS = BC / 32;
     const int lane = t % 32, warp = t / 32;
@@ -601,6 +611,7 @@ __device__ __forceinline__ void consume8(u32 q_addr, unsigned char* stages, cons
     const int q_last = min(q_wg + 63, Sq - 1);
     int live = q_wg < Sq ? tiles : 0;
     if (causal && live > 0) live = min(tiles, max(0, (q_last + 1 - key0(0) + BC - 1) / BC));
+    TL(tm.live = live;)
 
     st = RowState();
 #pragma unroll
@@ -609,7 +620,17 @@ __device__ __forceinline__ void consume8(u32 q_addr, unsigned char* stages, cons
     u32 a[P_STEPS][4], a2[P_STEPS][4];
     u64 dq[D / 32], dk[D / 32], dv[P_STEPS];
     step_descs8<G::QK_SWIZZLE, G::QK_SBO>(dq, q_addr);
-    auto await_full = [&](int i) { mbar_wait(&full->stage[stage(i)], (ring0 + i) / STAGES); };
+    auto await_full = [&](int i) {
+        TL(const long long tw = tl_clk();)
+        mbar_wait(&full->stage[stage(i)], (ring0 + i) / STAGES);
+        TL(tm.v[6] += tl_clk() - tw;)
+    };
+    // turn_take, its wait summed in the timeline.
+    auto take = [&]() {
+        TL(const long long tw = tl_clk();)
+        turn_take(w);
+        TL(tm.v[7] += tl_clk() - tw;)
+    };
     auto await_tile = [&](int i) {
         await_full(i);
         step_descs8<G::QK_SWIZZLE, G::QK_SBO>(dk, k_addr(i));
@@ -618,11 +639,11 @@ __device__ __forceinline__ void consume8(u32 q_addr, unsigned char* stages, cons
     auto pass_through = [&](int from) {
         for (int i = from; i < tiles; ++i) {
             await_full(i);
-            turn_take(w);
+            take();
             turn_pass(w);
             bar_arrive(bar_empty(stage(i)), THREADS);
         }
-        turn_take(w);
+        take();
         turn_pass(w);
     };
     if (live == 0) {
@@ -630,7 +651,8 @@ __device__ __forceinline__ void consume8(u32 q_addr, unsigned char* stages, cons
         return;
     }
     await_tile(0);
-    turn_take(w);
+    take();
+    TL(tm.v[2] = tl_clk();)
     wgmma_fence();
     issue_s8<D>(sacc, dq, dk);
     turn_pass(w);
@@ -655,7 +677,7 @@ __device__ __forceinline__ void consume8(u32 q_addr, unsigned char* stages, cons
     auto round = [&](int i, u32(&p_in)[P_STEPS][4], u32(&p_out)[P_STEPS][4]) {
         v_descs(i - 1);
         await_tile(i);
-        turn_take(w);
+        take();
         wgmma_fence();
         issue_s8<D>(sacc, dq, dk);
         issue_pv8<D>(o, lt, p_in, dv);
@@ -676,11 +698,13 @@ __device__ __forceinline__ void consume8(u32 q_addr, unsigned char* stages, cons
         const bool in_next_turn = n < tiles;
         v_descs(n - 1);
         if (in_next_turn) await_full(n);
-        turn_take(w);
+        take();
+        TL(tm.v[3] = tl_clk();)
         wgmma_fence();
         issue_pv8<D>(o, lt, p_in, dv);
         turn_pass(w);
         wgmma_wait<0>();
+        TL(tm.v[4] = tl_clk();)
         fence_regs(o);
         fence_regs(lt);
         bar_arrive(bar_empty(stage(n - 1)), THREADS);
@@ -734,6 +758,7 @@ __device__ void attention_wgmma_fp8(const u8* __restrict__ q_data, const u8* __r
     // Launched as the pre-pass's programmatic dependent (kernel.rs): everything below may read
     // what it writes, so wait for it here (a no-op when launched plainly).
     asm volatile("griddepcontrol.wait;" ::: "memory");
+    TL(tl_begin();)
     const int tid = threadIdx.x, wgi = __shfl_sync(0xffffffffu, tid / 128, 0), t = tid % 128;
     const Factors fac(factors, bh_count, Sq, Sk, D, kv_group);
     if (wgi == 0) {
@@ -748,13 +773,17 @@ __device__ void attention_wgmma_fp8(const u8* __restrict__ q_data, const u8* __r
     const float v_ts = ts[2];
     const u32 q_addr = shared_addr(q_tiles) + w * G::Q_WG_BYTES;
     if (w == CONSUMERS - 1) turn_pass(w);
+    TL(TlMarks tm;)
     for (int seg = 0, ring = 0;; ++seg) {
+        TL(tl_reset(tm); tm.v[0] = tl_clk();)
         mbar_wait(&full.q[seg & 1], seg / 2);
+        TL(tm.v[1] = tl_clk();)
         const Work wk = works[seg & 1];
         if (wk.tiles == 0) {
             if (w == 0) turn_take(w);
             return;
         }
+        TL(tm.rb = wk.rb, tm.t0 = wk.t0, tm.t1 = wk.t1;)
         // The rows' factors c·2^fq (rows past Sq: 1, their results are not stored).
         const int r0 = wk.rb * BR + 64 * w + 16 * (t / 32) + L::d_row_formula(t % 32, 0, 0);
         float cq[2];
@@ -765,7 +794,7 @@ __device__ void attention_wgmma_fp8(const u8* __restrict__ q_data, const u8* __r
         }
         float o[D / 2];
         RowState st;
-        consume8<D>(q_addr + (seg & 1) * G::Q_BYTES, stages, kf, &full, ring, wk, Sq, Sk, causal, cq, w, t, o, st);
+        consume8<D>(q_addr + (seg & 1) * G::Q_BYTES, stages, kf, &full, ring, wk, Sq, Sk, causal, cq, w, t, o, st TL(, tm));
         bar_arrive(bar_q_empty(seg & 1), THREADS);
         ring += wk.t1 - wk.t0;
         // O's column d: 2^fv_d times V's tensor scale, both rounded once (fp8.rs: reference_fp8).
@@ -777,6 +806,7 @@ __device__ void attention_wgmma_fp8(const u8* __restrict__ q_data, const u8* __r
             store_rows<D>(o, st.l_run, weight, out, wk.bh, Sq, wk.rb * BR + 64 * w + 16 * (t / 32), t % 32);
         else
             finish_split<D>(wk, o, st, partials, counters, weight, out, Sq, w, t);
+        TL(tm.v[5] = tl_clk(); tl_keep(tm, 1 + w, seg, t);)
     }
 }
 

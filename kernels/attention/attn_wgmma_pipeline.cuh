@@ -164,6 +164,66 @@ __device__ __forceinline__ long long tr_clk() { return clock64(); }
 #define TR(...)
 #endif
 
+#ifdef ATTN_TIMELINE
+// A timeline of every CTA for tuning the FP8 body, off unless FP4PROBE_ATTN_DEFINES sets
+// ATTN_TIMELINE=1: each warpgroup (role 0 the producer, 1 + w consumer w) keeps clock64 marks of
+// its first TL_SEGS segments in registers per segment, and its thread 0 stores them to a device
+// array; the kernel attn_timeline_print (attn_fp4.cu), which the host launches after it
+// (AttentionKernel::print_timeline), prints them. A call inside the attention kernel would make
+// ptxas serialize every wgmma of it. The marks and how to read them:
+// reports/sm_90/attention/experiments/fp8-boundaries.
+#define TL(...) __VA_ARGS__
+constexpr int TL_SEGS = 48, TL_EVENTS = 8, TL_CTAS = 1024;
+struct TlMarks {
+    long long v[TL_EVENTS];  // 0..5 clock readings (0: not reached), 6 and 7 sums of waits
+    int rb, t0, t1, live;
+};
+struct TlCta {
+    long long start;  // the CTA's clock at its start, which the marks count from
+    int fmt, Sq, causal, segs;
+};
+__device__ TlMarks tl_marks[TL_CTAS][CONSUMERS + 1][TL_SEGS];
+__device__ TlCta tl_cta[TL_CTAS];
+__device__ int tl_grid;
+__device__ __forceinline__ long long tl_clk() { return clock64(); }
+__device__ __forceinline__ void tl_reset(TlMarks& m) {
+#pragma unroll
+    for (int e = 0; e < TL_EVENTS; ++e) m.v[e] = 0;
+    m.rb = m.t0 = m.t1 = m.live = -1;
+}
+// Thread 0 of the warpgroup keeps segment seg's marks.
+__device__ __forceinline__ void tl_keep(const TlMarks& m, int role, int seg, int t) {
+    if (t == 0 && seg < TL_SEGS && blockIdx.x < TL_CTAS) tl_marks[blockIdx.x][role][seg] = m;
+}
+__device__ __forceinline__ void tl_begin() {
+    if (threadIdx.x == 0 && blockIdx.x < TL_CTAS) tl_cta[blockIdx.x].start = clock64();
+    if (threadIdx.x == 0 && blockIdx.x == 0) tl_grid = (int)gridDim.x;
+}
+// The producer, at its end: the launch's shape and the CTA's segments.
+__device__ __forceinline__ void tl_end(int segs, int Sq, int causal, int fmt, int t) {
+    if (t != 0 || blockIdx.x >= TL_CTAS) return;
+    TlCta& c = tl_cta[blockIdx.x];
+    c.fmt = fmt, c.Sq = Sq, c.causal = causal, c.segs = segs;
+}
+// One line a kept segment: fmt Sq causal cta role seg rb t0 t1 live, marks 0..5 from the CTA's
+// start (-1: not reached), the sums 6 and 7.
+__device__ void tl_print_all() {
+    for (int g = 0; g < min(tl_grid, TL_CTAS); ++g) {
+        const TlCta& c = tl_cta[g];
+        for (int role = 0; role <= CONSUMERS; ++role)
+            for (int s = 0; s < min(c.segs, TL_SEGS); ++s) {
+                const TlMarks& m = tl_marks[g][role][s];
+                long long e[TL_EVENTS];
+                for (int i = 0; i < TL_EVENTS; ++i) e[i] = i >= 6 ? m.v[i] : m.v[i] > 0 ? m.v[i] - c.start : -1;
+                printf("TL %d %d %d %d %d %d %d %d %d %d %lld %lld %lld %lld %lld %lld %lld %lld\n", c.fmt, c.Sq,
+                       c.causal, g, role, s, m.rb, m.t0, m.t1, m.live, e[0], e[1], e[2], e[3], e[4], e[5], e[6], e[7]);
+            }
+    }
+}
+#else
+#define TL(...)
+#endif
+
 __device__ __forceinline__ uint4 ldg16(const u8* p) { return __ldg(reinterpret_cast<const uint4*>(p)); }
 // cp.async of N bytes (16: .cg, 4: .ca) from global to shared memory, of which the first
 // `valid` are read and the rest zero-filled; and the wait for this thread's copies.

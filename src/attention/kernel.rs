@@ -410,6 +410,21 @@ impl<'a> AttentionKernel<'a> {
         self.backend
     }
 
+    /// With the FP8 body's timeline on (`paths::timeline_on`), print the marks of the last
+    /// launch of `shape` and `format` to standard output (lines `TL ...`:
+    /// attn_wgmma_pipeline.cuh, `tl_print_all`); otherwise nothing.
+    pub fn print_timeline(&self, shape: &AttnShape, format: Format) -> Result<()> {
+        if !self.path.is_fp8() || !super::paths::timeline_on() {
+            return Ok(());
+        }
+        let module = self.module_of(self.variant_for(shape, format));
+        let f = module.function("attn_timeline_print")?;
+        // SAFETY: `f` belongs to `module`, loaded in the backend's context; it takes no
+        // arguments and reads only its module's globals.
+        unsafe { self.backend.launch(f, 1, 1, &[])? };
+        self.backend.synchronize()
+    }
+
     /// Registers, spill (local) bytes and shared memory of `variant`'s entry for `head_dim`.
     pub fn resources(
         &self,

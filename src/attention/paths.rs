@@ -424,6 +424,12 @@ fn experiment_define(name: &str) -> Option<usize> {
         .find_map(|d| d.strip_prefix(name)?.strip_prefix('=')?.parse().ok())
 }
 
+/// Whether the experiment's defines ask for the FP8 body's timeline (`ATTN_TIMELINE=1`:
+/// attn_wgmma_pipeline.cuh; `AttentionKernel::print_timeline` prints it).
+pub fn timeline_on() -> bool {
+    experiment_define("ATTN_TIMELINE").is_some_and(|v| v > 0)
+}
+
 /// The FP8 body's ring of key tiles where the producer widens them per CTA (16 KiB tiles): at
 /// d = 64 on the H200, 3, 4 and 6 stages ran within 2% of each other (B = 1, H = 32, one run of
 /// `fp4probe attention --bench --path wgmma-fp8` per stage count).

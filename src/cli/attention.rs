@@ -780,6 +780,7 @@ fn bench(a: &Args, kernel: &AttentionKernel) -> Result<ExitCode> {
                 for causal in [false, true] {
                     dev.shape.causal = causal;
                     let ms = time_work(kernel, a.warmup, a.repeats, || kernel.enqueue(&dev))?;
+                    kernel.print_timeline(&dev.shape, format)?;
                     let tflops = dev.shape.flops() / ms / 1e9;
                     let row = format!(
                         "{prefix}{}{}{label},1,{},{seq},{d},{causal},{ms:.4},{tflops:.1}",
