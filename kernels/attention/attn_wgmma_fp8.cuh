@@ -483,6 +483,7 @@ __device__ __forceinline__ void produce8(int Sq, int Sk, int causal, u32 bh_coun
             ++ring;
             if (j + 1 < sg.t1) fetch8<D, FMT>(tc, k_data, k_scale, v_data, v_scale, fk, fv, (j + 1) * BC, Sk, Skp, t);
         }
+        TL(tm.v[4] = tl_clk(); tl_keep(tm, 0, seg, t);)
     }
     // The end (the Work of no tiles) told; take the consumers' last releases, so no named
     // barrier is left half-arrived.
