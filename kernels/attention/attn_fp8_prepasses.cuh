@@ -31,6 +31,14 @@ __device__ __forceinline__ int warp_scale_key(const u8* s, u64 n, u32 lane, int 
     return __reduce_max_sync(0xffffffffu, m);
 }
 
+// The largest scale key of a row's n scale bytes, by one thread.
+template <int FMT>
+__device__ __forceinline__ int row_scale_key(const u8* s, u32 n) {
+    int m = -1;
+    for (u32 i = 0; i < n; ++i) m = max(m, scale_key<FMT>(s[i]));
+    return m;
+}
+
 // The largest scale key of a chunk's scale bytes (load_scales: MXFP4 one, NVFP4 two).
 template <int FMT>
 __device__ __forceinline__ int chunk_scale_key(u32 s) {
@@ -58,10 +66,7 @@ __device__ __forceinline__ void fp8_factors(const u8* q_scale, const u8* k_scale
     const u32 threads = gridDim.x * blockDim.x, tid = blockIdx.x * blockDim.x + threadIdx.x;
     if (blockIdx.y == 0) {
         for (u64 r = tid; r < q_rows; r += threads) {
-            const u8* s = q_scale + r * qk_row_bytes;
-            int m = -1;
-            for (u32 i = 0; i < qk_row_bytes; ++i) m = max(m, scale_key<FMT>(s[i]));
-            out[r] = factor_of_key<FMT>(m);
+            out[r] = factor_of_key<FMT>(row_scale_key<FMT>(q_scale + r * qk_row_bytes, qk_row_bytes));
         }
         return;
     }
@@ -230,12 +235,7 @@ __device__ __forceinline__ void fp8_prepass_tiles(const u8* q_scale, const u8* k
             int m[QR];
 #pragma unroll
             for (u32 i = 0; i < QR; ++i) {
-                m[i] = -1;
-                if (r0 + THREADS * i < q_rows) {
-                    const u8* s = q_scale + (r0 + THREADS * i) * (D / B);
-#pragma unroll
-                    for (u32 b = 0; b < D / B; ++b) m[i] = max(m[i], scale_key<FMT>(s[b]));
-                }
+                m[i] = r0 + THREADS * i < q_rows ? row_scale_key<FMT>(q_scale + (r0 + THREADS * i) * (D / B), D / B) : -1;
             }
 #pragma unroll
             for (u32 i = 0; i < QR; ++i)
