@@ -220,7 +220,7 @@ __device__ __forceinline__ void fp8_prepass_tiles(const u8* q_scale, const u8* k
     // Another variant's module: its tiles would not be this one's.
     if (keys_per_tile != BC || blockDim.x != THREADS) __trap();
     allow_dependent_launch();
-    const f8::Factors fac(factors, bh_count, (int)Sq, (int)Sk, D, kv_group);
+    const f8::Factors fac(factors, bh_count, (int)Sq, (int)Sk, D, kv_group, BC, G::TILE8_BYTES);
     int* q_out = factors;
     int* k_out = const_cast<int*>(fac.k);
     int* v_out = const_cast<int*>(fac.v);

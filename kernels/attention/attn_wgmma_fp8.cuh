@@ -30,6 +30,8 @@
 //     A step j's k position κ holds S column kPerm[κ], so Vᵀ's k position κ must hold that
 //     column's key. The widening keeps the codes' order, so Vᵀ's position κ holds key κ, and
 //     K's row c (S column c) holds key key_of_col(c) = kPerm⁻¹(c).
+//   - at head_dim 128, O's staging for its bulk tensor stores through the TMA store table of
+//     generated/tma/fp4probe_tma.cuh (store_rows_tma).
 
 #pragma once
 
@@ -55,6 +57,13 @@
 #define ATTN_PRODUCER_REGS 120
 #endif
 
+// The attention kernel is its pre-pass's programmatic dependent (src/attention/kernel.rs):
+// griddepcontrol.wait returns once the pre-pass has completed and its writes are visible. 1:
+// the producer waits after its set-up and first Work, the consumers after setmaxnreg, so the
+// CTA's start runs beside the pre-pass's end; 0: every thread waits first.
+#ifndef ATTN_FP8_EARLY_PROLOGUE
+#define ATTN_FP8_EARLY_PROLOGUE 1
+#endif
 // Keys per tile at D = 128 (the host's Variant::keys_per_tile sets it).
 #ifndef ATTN_FP8_BC_D128
 #define ATTN_FP8_BC_D128 64
@@ -65,6 +74,7 @@
 #include "generated/wgmma/d.f32.n64.cuh"
 #include "generated/wgmma/fp4probe_wgmma_smem.cuh"
 #include "generated/wgmma/handoff.d.f32.n64.a.e4m3.k32.cuh"
+#include "generated/tma/fp4probe_tma.cuh"
 
 #define ATTN_BODY attn::attention_wgmma_fp8
 #define ATTN_FACTORS_ARG , factors
@@ -100,18 +110,30 @@ struct Geo8 {
     static constexpr int QK_SBO = 8 * D, V_SBO = 8 * BC;
     static constexpr int Q_WG_BYTES = 64 * D;  // one consumer warpgroup's rows
     static constexpr int Q_BYTES = BR * D;
-    // A stage: K's tile, Vᵀ's, then one swizzle atom of 8 rows like Vᵀ's that are all ones
-    // (E4M3 1.0, written once per launch): l = P·1 on the tensor cores, an m64n8k32 chain
-    // beside P·V's, each tile's from 0.
+    // O leaves through shared memory and bulk tensor stores (store_rows_tma) at D = 128; at
+    // D = 64, where a segment's end costs less, 8-byte stores from registers (store_rows) ran
+    // faster on the H200 (reports/sm_90/attention/experiments/fp8-o-tma).
+    static constexpr bool O_TMA = D == 128;
+    // Shared memory: two Q buffers, the ring of STAGES stages (a stage: K's tile, then Vᵀ's),
+    // the swizzle atoms of 8 rows like Vᵀ's that are all ones (E4M3 1.0, written once per
+    // launch: l = P·1 on the tensor cores, an m64n8k32 chain beside P·V's, each tile's from 0),
+    // with O_TMA one after the ring, then every consumer warp's O staging (O_WARP_BYTES),
+    // without it one at the end of each stage.
     static constexpr int K_BYTES = BC * D, V_BYTES = D * BC, ONES_BYTES = 8 * BC;
     // Every tile starts on a 1024-byte boundary: the swizzle reads address bits 4..9, which
     // the offset function is then called with as 0.
-    static constexpr int STAGE_BYTES = (K_BYTES + V_BYTES + ONES_BYTES + 1023) / 1024 * 1024;
-    static constexpr int SMEM = 2 * Q_BYTES + STAGES * STAGE_BYTES;
+    static constexpr int STAGE_BYTES = (K_BYTES + V_BYTES + (O_TMA ? 0 : ONES_BYTES) + 1023) / 1024 * 1024;
+    static constexpr int RING_END = 2 * Q_BYTES + STAGES * STAGE_BYTES;
+    static constexpr int ONES_OFFSET = O_TMA ? RING_END : 2 * Q_BYTES + K_BYTES + V_BYTES;  // the (first) ones atom
+    static constexpr int O_WARP_BYTES = 16 * D * 4;  // a warp's 16 rows of f32 O
+    static constexpr int O_OFFSET = RING_END + (O_TMA ? (ONES_BYTES + 1023) / 1024 * 1024 : 0);
+    static constexpr int SMEM = O_OFFSET + (O_TMA ? 4 * CONSUMERS * O_WARP_BYTES : 0);
     // A key tile's image in the workspace (ATTN_FP8_WIDEN_ONCE): its stage's K and Vᵀ tiles.
     static constexpr int TILE8_BYTES = K_BYTES + V_BYTES;
     FP4PROBE_HD static constexpr int tiles(int Sk) { return (Sk + BC - 1) / BC; }
-    static_assert(Q_WG_BYTES % 1024 == 0 && K_BYTES % 1024 == 0, "tiles on 1024-byte boundaries");
+    static_assert(Q_WG_BYTES % 1024 == 0 && K_BYTES % 1024 == 0 && O_OFFSET % 1024 == 0,
+                  "tiles on 1024-byte boundaries");
+    static_assert(ONES_OFFSET % (V_SWIZZLE == SM::kSwizzle128B ? 1024 : 512) == 0, "the ones atom on its swizzle's boundary");
 };
 // The host's copy: src/attention/paths.rs (Variant::dynamic_smem).
 
@@ -303,19 +325,25 @@ __device__ __forceinline__ float pow2(int f) { return __int_as_float((127 + max(
 // factors of Q, K and Vᵀ (fp8_factors_* or fp8_prepass_*: [bh][Sq], [kv_bh][Sk], [kv_bh][D] ints;
 // K and Vᵀ have kv_bh = bh_count / kv_group heads), then, for ATTN_FP8_WIDEN_ONCE, the E4M3 key tiles
 // (fp8_prepass_*: [kv_bh][ceil(Sk / BC)] images of TILE8_BYTES, Geo8's K tile then its Vᵀ tile),
-// each part from a 256-byte boundary.
+// then the tensor map of O (128 bytes, written by the host: store_rows_tma), each part from a
+// 256-byte boundary.
 FP4PROBE_HD constexpr u64 round256(u64 n) { return (n + 255) / 256 * 256; }
 struct Factors {
     const int *q, *k, *v;
     u8* tiles8;
+    const void* o_map;
     u32 kv_group;
-    __device__ __forceinline__ Factors(const int* base, u32 bh_count, int Sq, int Sk, int D, u32 kv_group_)
+    // `tile_bytes`: Geo8<D>::TILE8_BYTES where the pre-pass widens K and Vᵀ into the workspace,
+    // else 0.
+    __device__ __forceinline__ Factors(const int* base, u32 bh_count, int Sq, int Sk, int D, u32 kv_group_, int bc,
+                                       int tile_bytes)
         : kv_group(kv_group_) {
         const u64 kv_bh = bh_count / kv_group_;
         q = base;
         k = q + (u64)bh_count * Sq;
         v = k + kv_bh * Sk;
         tiles8 = (u8*)base + round256(4 * ((u64)bh_count * Sq + kv_bh * (Sk + D)));
+        o_map = tiles8 + round256(kv_bh * (u64)((Sk + bc - 1) / bc) * tile_bytes);
     }
     // The K rows and Vᵀ rows of Q head bh's K/V head (head_offsets).
     __device__ __forceinline__ const int* k_of(u32 bh, int Sk) const { return k + (u64)(bh / kv_group) * Sk; }
@@ -328,6 +356,8 @@ struct Factors {
 };
 
 // ---- the producer ---------------------------------------------------------------------------
+
+__device__ __forceinline__ void griddep_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
 
 // Chunks of one key tile per producer thread: K chunk i is key i % BC, d from 32·(i / BC);
 // Vᵀ chunk i is channel i % D, keys from 32·(i / D).
@@ -406,11 +436,11 @@ __device__ __forceinline__ void produce8(int Sq, int Sk, int causal, u32 bh_coun
         sched.start(cursor, blockIdx.x);
     }
     const int Skp = op.Skp;
-    // The ones rows of every stage, before the first stage is told full (its fence orders them
-    // for the tensor cores too); no tile overwrites them.
-    for (int s = 0; s < STAGES; ++s)
+    // The ones rows, before the first stage is told full (its fence orders them for the tensor
+    // cores too); no tile overwrites them.
+    for (int s = 0; s < (G::O_TMA ? 1 : STAGES); ++s)
         for (int i = t; i < G::ONES_BYTES / 4; i += 128)
-            reinterpret_cast<u32*>(stages + s * G::STAGE_BYTES + G::K_BYTES + G::V_BYTES)[i] = 0x38383838u;
+            reinterpret_cast<u32*>(stages + (G::ONES_OFFSET - 2 * G::Q_BYTES) + s * G::STAGE_BYTES)[i] = 0x38383838u;
     if (ATTN_FP8_WIDEN_ONCE) {
         // Thread 0 alone tells the stages full: every thread's ones before it does.
         fence_async_smem();
@@ -423,6 +453,11 @@ __device__ __forceinline__ void produce8(int Sq, int Sk, int causal, u32 bh_coun
         if (seg >= 2) bar_sync(bar_q_empty(seg & 1), THREADS);
         if (t == 0) next_work(&sched, &cursor, &works[seg & 1]);
         bar_sync(bar_producer(), 128);
+        // Launched as the pre-pass's programmatic dependent (kernel.rs): from here on the
+        // producer reads what the pre-pass writes (the factors, the key tiles); its set-up and
+        // first Work above do not, and run while the pre-pass ends (a no-op when launched
+        // plainly).
+        if (seg == 0 && ATTN_FP8_EARLY_PROLOGUE) griddep_wait();
         TL(tm.v[1] = tl_clk();)
         const Work sg = works[seg & 1];
         if (sg.tiles == 0) break;
@@ -578,15 +613,17 @@ __device__ __forceinline__ void issue_s8(float (&sacc)[Geo8<D>::BC / 2], const u
     for (int kk = 0; kk < D / 32; ++kk) WgmmaE4m3<Geo8<D>::BC>::ss(sacc, dq[kk], dk[kk], kk);
     wgmma_commit();
 }
-// O += P·V, and the tile's l = P·1 from 0 (the ones atom's descriptors: dv's plus V_BYTES).
+// O += P·V, and the tile's l = P·1 from 0: the ones atom's k32 steps are 32 bytes apart as
+// Vᵀ's, from `ones` (the atom after the ring's descriptor) with O_TMA, else from the one in
+// the tile's stage, V_BYTES past its Vᵀ (the descriptor's address field counts 16 bytes).
 template <int D>
 __device__ __forceinline__ void issue_pv8(float (&o)[D / 2], float (&lt)[4], const u32 (&a)[Geo8<D>::BC / 32][4],
-                                          const u64 (&dv)[Geo8<D>::BC / 32]) {
-    constexpr u64 ONES = Geo8<D>::V_BYTES / 16;  // the descriptor's address field counts 16 bytes
+                                          const u64 (&dv)[Geo8<D>::BC / 32], u64 ones) {
+    using G = Geo8<D>;
 #pragma unroll
-    for (int j = 0; j < Geo8<D>::BC / 32; ++j) {
+    for (int j = 0; j < G::BC / 32; ++j) {
         WgmmaE4m3<D>::rs(o, a[j], dv[j], 1);
-        WgmmaE4m3<8>::rs(lt, a[j], dv[j] + ONES, j > 0);
+        WgmmaE4m3<8>::rs(lt, a[j], G::O_TMA ? ones + (u64)(2 * j) : dv[j] + (u64)(G::V_BYTES / 16), j > 0);
     }
     wgmma_commit();
 }
@@ -606,6 +643,7 @@ __device__ __forceinline__ void consume8(u32 q_addr, unsigned char* stages, cons
     const u32 st_addr = shared_addr(stages);
     auto stage = [&](int i) { return (ring0 + i) % STAGES; };
     auto k_addr = [&](int i) { return st_addr + stage(i) * G::STAGE_BYTES; };
+    const u64 ones = tile_desc<G::V_SWIZZLE, G::V_SBO>(st_addr + (G::ONES_OFFSET - 2 * G::Q_BYTES));
     auto kf_of = [&](int i) { return kf[stage(i)]; };
     auto key0 = [&](int i) { return (sg.t0 + i) * BC; };
     auto edge = [&](int i) { return key0(i) + BC > Sk || (causal && key0(i) + BC - 1 > q_wg); };
@@ -681,7 +719,7 @@ __device__ __forceinline__ void consume8(u32 q_addr, unsigned char* stages, cons
         take();
         wgmma_fence();
         issue_s8<D>(sacc, dq, dk);
-        issue_pv8<D>(o, lt, p_in, dv);
+        issue_pv8<D>(o, lt, p_in, dv, ones);
         turn_pass(w);
         wgmma_wait<1>();
         fence_regs(sacc);
@@ -702,7 +740,7 @@ __device__ __forceinline__ void consume8(u32 q_addr, unsigned char* stages, cons
         take();
         TL(tm.v[3] = tl_clk();)
         wgmma_fence();
-        issue_pv8<D>(o, lt, p_in, dv);
+        issue_pv8<D>(o, lt, p_in, dv, ones);
         turn_pass(w);
         wgmma_wait<0>();
         TL(tm.v[4] = tl_clk();)
@@ -724,6 +762,111 @@ __device__ __forceinline__ void consume8(u32 q_addr, unsigned char* stages, cons
     } else {
         finish(a);
     }
+}
+
+// ---- O through shared memory ------------------------------------------------------------------
+
+// A whole segment's O leaves each consumer warp as D / 32 tensor stores
+// (cp.async.bulk.tensor, boxes of its 16 rows × 32 f32 columns, 128B swizzle) from the warp's
+// staging slab in shared memory, so the warp starts its next segment while the copy engine
+// writes; with 8-byte global stores from registers the warps waited for them, two thirds of a
+// segment boundary (reports/sm_90/attention/experiments/fp8-boundaries). Each element goes to
+// the shared byte the TMA store table measured on the H200 places it at
+// (generated/tma/fp4probe_tma.cuh, store.u32.128B.16x32: the map's box and swizzle).
+namespace OT = ::fp4probe::tma::store_u32_128B_16x32;
+static_assert(OT::kElemBytes == 4 && OT::kBoxRows == 16 && OT::kBoxCols == 32 && OT::kBoxOffset == 0 &&
+                  OT::kSwizzleBytes == 128 && OT::kLoad == 0,
+              "O's boxes: 16 rows × 32 f32 from a 1024-byte boundary, 128B swizzle (the host's tensor map)");
+constexpr int O_BOX_BYTES = OT::kBoxRows * OT::kBoxCols * 4;
+
+// The bulk copies and their waits, by lane 0 of the warp only, as predicated instructions:
+// a branch around them would leave ptxas unsure the warp is converged at the consumers'
+// .aligned instructions, and it then compiles a second, collective path of the tile loop.
+__device__ __forceinline__ void tma_store_2d_lane0(int lane, const void* map, u32 src, int col, int row) {
+    asm volatile(
+        "{ .reg .pred p; setp.eq.s32 p, %0, 0;\n"
+        "@p cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%1, {%2, %3}], [%4]; }" ::"r"(lane),
+        "l"(map), "r"(col), "r"(row), "r"(src)
+        : "memory");
+}
+__device__ __forceinline__ void bulk_commit_lane0(int lane) {
+    asm volatile("{ .reg .pred p; setp.eq.s32 p, %0, 0; @p cp.async.bulk.commit_group; }" ::"r"(lane) : "memory");
+}
+// Lane 0's bulk groups have read their shared memory / are complete.
+__device__ __forceinline__ void bulk_wait_read_lane0(int lane) {
+    asm volatile("{ .reg .pred p; setp.eq.s32 p, %0, 0; @p cp.async.bulk.wait_group.read 0; }" ::"r"(lane) : "memory");
+}
+__device__ __forceinline__ void bulk_wait_lane0(int lane) {
+    asm volatile("{ .reg .pred p; setp.eq.s32 p, %0, 0; @p cp.async.bulk.wait_group 0; }" ::"r"(lane) : "memory");
+}
+
+// Where a lane's pairs lie in its slab: for the lane's first pair (its row r < 8, column c < 8
+// of the warp's D tile 0) the table gives byte b; the pair of n8 tile nt, row half h lies at
+// b ^ 32·(nt % 4), plus 1024·h and one box (2048 bytes) per 32 columns. That is what the
+// swizzle is (the XOR of address bits 7..9 into 4..6) and the measured table says so: checked
+// here for every row, column pair and tile.
+FP4PROBE_HD constexpr bool o_slab_offsets_decompose() {
+    for (int r = 0; r < 8; ++r)
+        for (int c = 0; c < 8; c += 2)
+            for (int h = 0; h < 2; ++h)
+                for (int nt = 0; nt < 16; ++nt) {
+                    const int col = 8 * nt + c;
+                    const u32 at = col / OT::kBoxCols * O_BOX_BYTES + OT::smem_byte(r + 8 * h, col % OT::kBoxCols);
+                    if (at != ((OT::smem_byte(r, c) ^ (32u * (nt % 4))) + 1024u * h + (u32)O_BOX_BYTES * (nt / 4)))
+                        return false;
+                }
+    return true;
+}
+static_assert(o_slab_offsets_decompose(), "O's slab bytes: the lane's first pair's, XOR 32 per n8 tile");
+// ... where a lane's first pair is in row r < 8, columns c, c + 1 < 8, and its row half h
+// pair in row r + 8h, the same columns (m16n8k16's D layout, as store_rows reads it).
+FP4PROBE_HD constexpr bool lane_pairs_in_rows_r_and_r_plus_8() {
+    for (int lane = 0; lane < 32; ++lane) {
+        const int r = L::d_row_formula(lane, 0, 0), c = L::d_col_formula(lane, 0, 0);
+        if (r >= 8 || c >= 8 || c % 2 != 0 || L::kN != 8) return false;
+        for (int h = 0; h < 2; ++h)
+            if (L::d_row_formula(lane, 2 * h, 0) != r + 8 * h || L::d_col_formula(lane, 2 * h, 0) != c) return false;
+    }
+    return true;
+}
+static_assert(lane_pairs_in_rows_r_and_r_plus_8(), "D pairs: rows r and r + 8 of the lane, columns c, c + 1 < 8");
+
+// store_rows's values (O / l times each column's weight) for this warp's 16 rows, the rows
+// `row0`.. of the map's [bh·Sq][D] (all below Sq: a box past Sq would write the next head's
+// rows), through the warp's slab at shared address `slab` (O_WARP_BYTES, 1024-byte aligned).
+// Lane 0 issues the copies and waits for the previous ones to have read the slab.
+template <int D, class Weight>
+__device__ __forceinline__ void store_rows_tma(const float (&o)[D / 2], const float (&l)[2], const Weight& weight,
+                                               const void* o_map, u32 slab, int row0, int lane) {
+    static_assert(L::kD_regs == 4 && d_half(0) == 0 && d_half(2) == 1, "D registers 0,1: row half 0; 2,3: half 1");
+    static_assert(Geo8<D>::O_WARP_BYTES == (D / OT::kBoxCols) * O_BOX_BYTES, "a slab: the warp's boxes");
+    bulk_wait_read_lane0(lane);
+    __syncwarp();
+    // Formed here, not hoisted out of the segment loop, where four more registers a thread
+    // made ptxas spill.
+    u32 first = OT::smem_byte(L::d_row_formula(lane, 0, 0), L::d_col_formula(lane, 0, 0));
+    asm volatile("" : "+r"(first));
+    u32 base[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) base[k] = slab + (first ^ (32u * k));
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        const RowDivisor by(l[h]);
+#pragma unroll
+        for (int nt = 0; nt < D / L::kN; ++nt) {
+            const int i = nt * L::kD_regs + 2 * h;
+            const float2 w = weight(nt * L::kN + L::d_col_formula(lane, 2 * h, 0));
+            const float x = __fmul_rn(by.div(o[i]), w.x), y = __fmul_rn(by.div(o[i + 1]), w.y);
+            asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(base[nt % 4] + 1024u * h + (u32)O_BOX_BYTES * (nt / 4)),
+                         "f"(x), "f"(y)
+                         : "memory");
+        }
+    }
+    fence_async_smem();
+    __syncwarp();
+#pragma unroll
+    for (int b = 0; b < D / OT::kBoxCols; ++b) tma_store_2d_lane0(lane, o_map, slab + b * O_BOX_BYTES, b * OT::kBoxCols, row0);
+    bulk_commit_lane0(lane);
 }
 
 }  // namespace f8
@@ -756,12 +899,10 @@ __device__ void attention_wgmma_fp8(const u8* __restrict__ q_data, const u8* __r
         mbar_init(&full.q[1], 128);
     }
     __syncthreads();
-    // Launched as the pre-pass's programmatic dependent (kernel.rs): everything below may read
-    // what it writes, so wait for it here (a no-op when launched plainly).
-    asm volatile("griddepcontrol.wait;" ::: "memory");
     TL(tl_begin();)
+    if (!ATTN_FP8_EARLY_PROLOGUE) griddep_wait();
     const int tid = threadIdx.x, wgi = __shfl_sync(0xffffffffu, tid / 128, 0), t = tid % 128;
-    const Factors fac(factors, bh_count, Sq, Sk, D, kv_group);
+    const Factors fac(factors, bh_count, Sq, Sk, D, kv_group, G::BC, ATTN_FP8_WIDEN_ONCE ? G::TILE8_BYTES : 0);
     if (wgi == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(PRODUCER_REGS));
         produce8<D, FMT>(Sq, Sk, causal, bh_count, q_tiles, works, stages, kf, &full,
@@ -769,10 +910,12 @@ __device__ void attention_wgmma_fp8(const u8* __restrict__ q_data, const u8* __r
         return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(CONSUMER_REGS));
+    if (ATTN_FP8_EARLY_PROLOGUE) griddep_wait();  // before the consumers' first factor
     const int w = wgi - 1;
     const float c = __fmul_rn(__fmul_rn(ts[0], ts[1]), c0);
     const float v_ts = ts[2];
     const u32 q_addr = shared_addr(q_tiles) + w * G::Q_WG_BYTES;
+    const u32 o_slab = shared_addr(smem) + G::O_OFFSET + (4 * w + t / 32) * G::O_WARP_BYTES;
     if (w == CONSUMERS - 1) turn_pass(w);
     TL(TlMarks tm;)
     for (int seg = 0, ring = 0;; ++seg) {
@@ -782,6 +925,7 @@ __device__ void attention_wgmma_fp8(const u8* __restrict__ q_data, const u8* __r
         const Work wk = works[seg & 1];
         if (wk.tiles == 0) {
             if (w == 0) turn_take(w);
+            if (G::O_TMA) bulk_wait_lane0(t % 32);  // O's copies out of the slab, before the CTA ends
             return;
         }
         TL(tm.rb = wk.rb, tm.t0 = wk.t0, tm.t1 = wk.t1;)
@@ -803,10 +947,15 @@ __device__ void attention_wgmma_fp8(const u8* __restrict__ q_data, const u8* __r
         const auto weight = [&](int d) {
             return make_float2(__fmul_rn(pow2(__ldg(fv + d)), v_ts), __fmul_rn(pow2(__ldg(fv + d + 1)), v_ts));
         };
-        if (wk.whole())
-            store_rows<D>(o, st.l_run, weight, out, wk.bh, Sq, wk.rb * BR + 64 * w + 16 * (t / 32), t % 32);
-        else
+        // Through the slab where all the warpgroup's rows are below Sq (a condition the same
+        // for the warpgroup's warps, so no branch divides a warp).
+        const int q_wg = wk.rb * BR + 64 * w, q0 = q_wg + 16 * (t / 32);
+        if (!wk.whole())
             finish_split<D>(wk, o, st, partials, counters, weight, out, Sq, w, t);
+        else if (G::O_TMA && q_wg + 64 <= Sq)
+            store_rows_tma<D>(o, st.l_run, weight, fac.o_map, o_slab, (int)wk.bh * Sq + q0, t % 32);
+        else
+            store_rows<D>(o, st.l_run, weight, out, wk.bh, Sq, q0, t % 32);
         TL(tm.v[5] = tl_clk(); tl_keep(tm, 1 + w, seg, t);)
     }
 }

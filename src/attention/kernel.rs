@@ -43,7 +43,14 @@ pub struct AttentionKernel<'a> {
     /// Launches on this kernel's stream share it (one at a time on the device).
     workspace: Mutex<Option<Workspace>>,
     /// The FP8 body's workspace (`Fp8Workspace`), grown like the stream-K one.
-    fp8_workspace: Mutex<Option<DeviceBuffer>>,
+    fp8_workspace: Mutex<Option<Fp8Buffer>>,
+}
+
+/// The FP8 body's workspace buffer and the tensor map of O it holds (its offset and bytes),
+/// which is written only when it changes: a launch on the same output reads the one there.
+struct Fp8Buffer {
+    buf: DeviceBuffer,
+    o_map: Option<(usize, [u8; 128])>,
 }
 
 /// Where the wgmma body's cut row blocks finish (`StreamK::counter_bytes`, `partial_bytes`).
@@ -203,16 +210,36 @@ impl<'a> AttentionKernel<'a> {
         Ok((w.counters.ptr(), w.partials.ptr()))
     }
 
+    /// The tensor map through which the FP8 body stores O (attn_wgmma_fp8.cuh,
+    /// `store_rows_tma`): `out` as [B·H·Sq rows][D] f32, boxes of 16 rows × 32 columns
+    /// (128 bytes, the 128B swizzle's row).
+    fn o_tensor_map(&self, s: &AttnShape, out: &DeviceBuffer) -> Result<[u8; 128]> {
+        let rows = s.bh() * s.seq_q;
+        // The kernel's box coordinates are signed 32-bit.
+        if i32::try_from(rows).is_err() {
+            bail!("batch × heads × seq_q = {rows} rows of O exceed the tensor map's 2^31 rows");
+        }
+        self.backend.encode_tensor_map_2d(
+            sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+            out.ptr(),
+            [s.head_dim as u64, rows as u64],
+            (s.head_dim * 4) as u64,
+            [32, 16],
+            sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+        )
+    }
+
     /// The FP8 body's pre-pass for `s`'s operands (`ops` as `enqueue_raw` takes them),
     /// enqueued into its workspace (grown as needed), whose device pointer is returned: the row
     /// factors, and for a `variant` that widens once, K and Vᵀ widened to E4M3 in the same
-    /// launch (`fp8_prepass_*`).
+    /// launch (`fp8_prepass_*`); and O's tensor map over `out`.
     fn enqueue_fp8_passes(
         &self,
         s: &AttnShape,
         format: Format,
         variant: Variant,
         ops: &[sys::CUdeviceptr; 6],
+        out: &DeviceBuffer,
     ) -> Result<sys::CUdeviceptr> {
         let found = self
             .fp8_passes
@@ -223,16 +250,23 @@ impl<'a> AttentionKernel<'a> {
             None => bail!("no FP8 pre-pass for {} in {variant:?}", format.name()),
         };
         let keys_per_tile = variant.keys_per_tile(s.head_dim);
-        let ws = Fp8Workspace::of(s, keys_per_tile);
         let once = variant.fp8_widen_once;
-        let bytes = if once { ws.total } else { ws.e4m3_tiles };
-        let mut buf = self.fp8_workspace.lock().unwrap_or_else(|e| e.into_inner());
-        if buf.as_ref().is_none_or(|b| b.bytes() < bytes) {
+        let ws = Fp8Workspace::of(s, keys_per_tile, once);
+        let o_map = (ws.o_map, self.o_tensor_map(s, out)?);
+        let mut guard = self.fp8_workspace.lock().unwrap_or_else(|e| e.into_inner());
+        if guard.as_ref().is_none_or(|b| b.buf.bytes() < ws.total) {
             // The old buffer may still be in use by launches in flight.
             self.backend.synchronize()?;
-            *buf = Some(DeviceBuffer::zeroed(self.backend, bytes, "FP8 workspace")?);
+            let buf = DeviceBuffer::zeroed(self.backend, ws.total, "FP8 workspace")?;
+            *guard = Some(Fp8Buffer { buf, o_map: None });
         }
-        let out = buf.as_ref().expect("allocated above").ptr();
+        let ws_buf = guard.as_mut().expect("allocated above");
+        if ws_buf.o_map != Some(o_map) {
+            // Synchronous, after every launch before it (which may read the map there).
+            ws_buf.buf.write_bytes(o_map.0, &o_map.1)?;
+            ws_buf.o_map = Some(o_map);
+        }
+        let out = ws_buf.buf.ptr();
         let bh = s.bh();
         let block = format.block();
         if once {
@@ -350,7 +384,7 @@ impl<'a> AttentionKernel<'a> {
             bail!("output or tensor-scale buffer too small for {s}");
         }
         let factors = if self.path.is_fp8() {
-            self.enqueue_fp8_passes(s, format, variant, &ops)?
+            self.enqueue_fp8_passes(s, format, variant, &ops, out)?
         } else {
             0
         };
@@ -472,24 +506,36 @@ fn fit_u32(v: usize, what: &str) -> Result<u32> {
 }
 
 /// The FP8 body's workspace (`Factors` in attn_wgmma_fp8.cuh): i32 row factors of Q, K and Vᵀ,
-/// then each K/V head's E4M3 key tiles, each a stage's image (its K tile, then its Vᵀ tile,
-/// `head_dim` bytes per key each), each part from a 256-byte boundary.
+/// then, for a variant that widens once, each K/V head's E4M3 key tiles, each a stage's image
+/// (its K tile, then its Vᵀ tile, `head_dim` bytes per key each), then O's tensor map (128
+/// bytes), each part from a 256-byte boundary.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Fp8Workspace {
     /// Where the E4M3 key tiles start (the factors' bytes, rounded up).
     pub e4m3_tiles: usize,
+    /// Where O's tensor map lies.
+    pub o_map: usize,
     /// The whole workspace.
     pub total: usize,
 }
 
 impl Fp8Workspace {
-    /// For `s` run with key tiles of `keys_per_tile` keys.
-    pub fn of(s: &AttnShape, keys_per_tile: usize) -> Self {
+    /// For `s` run with key tiles of `keys_per_tile` keys, widened once (`once`) or per CTA.
+    pub fn of(s: &AttnShape, keys_per_tile: usize, once: bool) -> Self {
         let r = |n: usize| n.next_multiple_of(256);
         let e4m3_tiles = r(4 * (s.bh() * s.seq_q + s.kv_bh() * (s.seq_k + s.head_dim)));
         let keys = s.seq_k.next_multiple_of(keys_per_tile);
-        let total = e4m3_tiles + s.kv_bh() * keys * 2 * s.head_dim;
-        Fp8Workspace { e4m3_tiles, total }
+        let tiles = if once {
+            s.kv_bh() * keys * 2 * s.head_dim
+        } else {
+            0
+        };
+        let o_map = e4m3_tiles + r(tiles);
+        Fp8Workspace {
+            e4m3_tiles,
+            o_map,
+            total: o_map + 128,
+        }
     }
 }
 
@@ -670,6 +716,33 @@ mod tests {
         );
         // 4400 Q rows; 2 K/V heads: 32 CTAs of Vᵀ rows, 9 K groups each (the last of 76 keys).
         assert_eq!(fp8_prepass_ctas(&s(4, 2, 1100, 1100, 128)), 3 + 32 + 10);
+    }
+
+    #[test]
+    fn the_fp8_workspace_ends_with_o_tensor_map_after_its_parts() {
+        let s = AttnShape {
+            batch: 1,
+            heads: 4,
+            kv_heads: 2,
+            seq_q: 1100,
+            seq_k: 1100,
+            head_dim: 128,
+            causal: true,
+        };
+        // Factors: 4 bytes for each of 4 × 1100 Q rows and 2 × (1100 K rows + 128 Vᵀ rows),
+        // 27,424 bytes, rounded to 27,648; E4M3 tiles: 2 heads × 1152 keys × 256 bytes.
+        let per_cta = Fp8Workspace::of(&s, 64, false);
+        assert_eq!((per_cta.e4m3_tiles, per_cta.o_map), (27_648, 27_648));
+        let once = Fp8Workspace::of(&s, 128, true);
+        assert_eq!(once.o_map, 27_648 + 2 * 1152 * 256);
+        for w in [per_cta, once] {
+            assert_eq!(w.total, w.o_map + 128);
+            assert_eq!(
+                w.o_map % 256,
+                0,
+                "the map 64-byte aligned, as the driver wants it"
+            );
+        }
     }
 
     #[test]

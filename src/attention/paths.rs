@@ -279,13 +279,22 @@ impl Variant {
     /// Dynamic shared memory per CTA: the wgmma bodies' two decoded Q tiles (one per row
     /// block in flight) and their ring of `ATTN_STAGES` decoded K and Vᵀ tiles (`Geo<D>::SMEM`
     /// in attn_wgmma.cuh, `Geo8<D>::SMEM` in attn_wgmma_fp8.cuh, which trap if given less; the
-    /// FP8 stage also holds its keys' factors, and starts on a 1024-byte boundary); the other
-    /// bodies use static shared memory only.
+    /// FP8 body's stages start on 1024-byte boundaries; at head_dim 128 they are followed by
+    /// the atom of ones rows, 8 keys wide, and each consumer warp's O staging, 16 rows of f32,
+    /// at 64 each stage ends with its own ones atom); the other bodies use static shared memory
+    /// only.
     pub fn dynamic_smem(self, head_dim: usize) -> usize {
         let keys = self.keys_per_tile(head_dim);
-        let q = self.rows_per_cta() * head_dim;
+        let rows = self.rows_per_cta();
+        let q = rows * head_dim;
         match self.path {
             KernelPath::Wgmma => 2 * (2 * q) + self.stages() * (2 * keys * head_dim * 2),
+            KernelPath::WgmmaFp8 if head_dim == 128 => {
+                2 * q
+                    + self.stages() * (2 * keys * head_dim).next_multiple_of(1024)
+                    + (8 * keys).next_multiple_of(1024)
+                    + rows * head_dim * 4
+            }
             KernelPath::WgmmaFp8 => {
                 2 * q + self.stages() * (2 * keys * head_dim + 8 * keys).next_multiple_of(1024)
             }
@@ -572,6 +581,17 @@ mod tests {
         assert_eq!((three.rows_per_cta(), three.threads()), (192, 512));
         assert_eq!(two.dynamic_smem(128), 2 * 32768 + 3 * 32768);
         assert_eq!(three.dynamic_smem(64), 2 * 24576 + 3 * 32768);
+        // FP8, widening once at head_dim 128: Q 2 × 16 KiB, four stages of 32 KiB, the ones
+        // atom, O's staging 128 rows × 512 bytes; within the 227 KiB a CTA may take, with 1 KiB
+        // left for the static shared memory (which the 1024-byte alignment rounds up to).
+        for v in KernelPath::WgmmaFp8.variants() {
+            for d in [64, 128] {
+                assert!(v.dynamic_smem(d) + 1024 <= 232_448, "{v:?} d = {d}");
+            }
+            if v.fp8_widen_once && experiment_define("ATTN_STAGES").is_none() {
+                assert_eq!(v.dynamic_smem(128), 2 * 16384 + 4 * 32768 + 1024 + 65536);
+            }
+        }
         assert_eq!(KernelPath::Bf16.variants().len(), 1);
         assert_eq!(KernelPath::Bf16.arch(9, 0).unwrap(), "sm_90");
         assert_eq!(KernelPath::BlockScale.arch(12, 0).unwrap(), "sm_120a");

@@ -696,6 +696,23 @@ impl DeviceBuffer {
         Ok(buf)
     }
 
+    /// Copy `host` to byte `offset` of the buffer (synchronous: after the work before it).
+    pub fn write_bytes(&self, offset: usize, host: &[u8]) -> Result<()> {
+        if offset + host.len() > self.bytes {
+            bail!(
+                "writing {} bytes at offset {offset} of a buffer of {} bytes",
+                host.len(),
+                self.bytes
+            );
+        }
+        drv(self.ctx.bind_to_thread(), "binding the CUDA context")?;
+        // SAFETY: the range lies inside the allocation (checked above); the copy is synchronous.
+        drv(
+            unsafe { result::memcpy_htod_sync(self.ptr + offset as u64, host) },
+            "cuMemcpyHtoD",
+        )
+    }
+
     /// Copy the first `n` bytes back (synchronous: waits for the work before it).
     pub fn read_bytes(&self, n: usize) -> Result<Vec<u8>> {
         if n > self.bytes {
