@@ -64,6 +64,15 @@
 #ifndef ATTN_FP8_EARLY_PROLOGUE
 #define ATTN_FP8_EARLY_PROLOGUE 1
 #endif
+// At head_dim 128, O's column weights (2^fv_d times V's tensor scale) in shared memory,
+// written by the producer beside each segment's Q (one row of D floats per Q buffer, released
+// with it after O's store), so a segment's end waits on no global load; at 64 (where they ran
+// 2% slower at S = 4096: experiments/fp8-o-tma) and with 0, the consumers load them from the
+// factors at O's store.
+#ifndef ATTN_FP8_SMEM_WEIGHTS
+#define ATTN_FP8_SMEM_WEIGHTS 1
+#endif
+
 // Keys per tile at D = 128 (the host's Variant::keys_per_tile sets it).
 #ifndef ATTN_FP8_BC_D128
 #define ATTN_FP8_BC_D128 64
@@ -114,6 +123,7 @@ struct Geo8 {
     // D = 64, where a segment's end costs less, 8-byte stores from registers (store_rows) ran
     // faster on the H200 (reports/sm_90/attention/experiments/fp8-o-tma).
     static constexpr bool O_TMA = D == 128;
+    static constexpr bool SMEM_WEIGHTS = ATTN_FP8_SMEM_WEIGHTS && D == 128;
     // Shared memory: two Q buffers, the ring of STAGES stages (a stage: K's tile, then Vᵀ's),
     // the swizzle atoms of 8 rows like Vᵀ's that are all ones (E4M3 1.0, written once per
     // launch: l = P·1 on the tensor cores, an m64n8k32 chain beside P·V's, each tile's from 0),
@@ -425,7 +435,7 @@ __device__ __forceinline__ void store8(const TileChunks8<D>& tc, unsigned char* 
 template <int D, int FMT>
 __device__ __forceinline__ void produce8(int Sq, int Sk, int causal, u32 bh_count, unsigned char* q_tiles, Work* works,
                                          unsigned char* stages, float* kf, FullBarriers* full, const Operands& op,
-                                         const Factors& fac, int t) {
+                                         const Factors& fac, float (*o_weight)[D], float v_ts, int t) {
     using G = Geo8<D>;
     constexpr int B = Blk<FMT>::n, BC = G::BC, QW = 64 * (D / 32) / 128;
     static_assert(QW * 128 == 64 * (D / 32), "whole Q chunks per thread");
@@ -484,6 +494,8 @@ __device__ __forceinline__ void produce8(int Sq, int Sk, int causal, u32 bh_coun
             }
             widen_chunk<FMT, G::QK_SWIZZLE, G::QK_SBO>(qc, fq, q_tile + (c / QW) * G::Q_WG_BYTES, i % 64, d0);
         }
+        if (G::SMEM_WEIGHTS)
+            for (int d = t; d < D; d += 128) o_weight[seg & 1][d] = __fmul_rn(pow2(__ldg(fv + d)), v_ts);
         fence_async_smem();
         mbar_arrive(&full->q[seg & 1]);
         TL(tm.v[2] = tl_clk();)
@@ -891,6 +903,7 @@ __device__ void attention_wgmma_fp8(const u8* __restrict__ q_data, const u8* __r
     __shared__ Work works[2];
     __shared__ FullBarriers full;
     __shared__ float kf[STAGES];  // each stage's key factor 2^fk
+    __shared__ __align__(8) float o_weight[2][D];  // each Q buffer's segment's O column weights
     if (threadIdx.x == 0) {
 #pragma unroll
         // A stage is told full by the producer's 128 threads, or by its bulk copy's thread.
@@ -906,7 +919,7 @@ __device__ void attention_wgmma_fp8(const u8* __restrict__ q_data, const u8* __r
     if (wgi == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(PRODUCER_REGS));
         produce8<D, FMT>(Sq, Sk, causal, bh_count, q_tiles, works, stages, kf, &full,
-                         Operands{q_data, q_scale, k_data, k_scale, v_data, v_scale, Skp, kv_group}, fac, t);
+                         Operands{q_data, q_scale, k_data, k_scale, v_data, v_scale, Skp, kv_group}, fac, o_weight, ts[2], t);
         return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(CONSUMER_REGS));
@@ -940,11 +953,13 @@ __device__ void attention_wgmma_fp8(const u8* __restrict__ q_data, const u8* __r
         float o[D / 2];
         RowState st;
         consume8<D>(q_addr + (seg & 1) * G::Q_BYTES, stages, kf, &full, ring, wk, Sq, Sk, causal, cq, w, t, o, st TL(, tm));
-        bar_arrive(bar_q_empty(seg & 1), THREADS);
+        if (!G::SMEM_WEIGHTS) bar_arrive(bar_q_empty(seg & 1), THREADS);
         ring += wk.t1 - wk.t0;
         // O's column d: 2^fv_d times V's tensor scale, both rounded once (fp8.rs: reference_fp8).
         const int* fv = fac.v_of(wk.bh, D);
+        const float* ow = o_weight[seg & 1];
         const auto weight = [&](int d) {
+            if (G::SMEM_WEIGHTS) return *reinterpret_cast<const float2*>(ow + d);
             return make_float2(__fmul_rn(pow2(__ldg(fv + d)), v_ts), __fmul_rn(pow2(__ldg(fv + d + 1)), v_ts));
         };
         // Through the slab where all the warpgroup's rows are below Sq (a condition the same
@@ -956,6 +971,7 @@ __device__ void attention_wgmma_fp8(const u8* __restrict__ q_data, const u8* __r
             store_rows_tma<D>(o, st.l_run, weight, fac.o_map, o_slab, (int)wk.bh * Sq + q0, t % 32);
         else
             store_rows<D>(o, st.l_run, weight, out, wk.bh, Sq, q0, t % 32);
+        if (G::SMEM_WEIGHTS) bar_arrive(bar_q_empty(seg & 1), THREADS);  // the weights read
         TL(tm.v[5] = tl_clk(); tl_keep(tm, 1 + w, seg, t);)
     }
 }

@@ -582,11 +582,12 @@ mod tests {
         assert_eq!(two.dynamic_smem(128), 2 * 32768 + 3 * 32768);
         assert_eq!(three.dynamic_smem(64), 2 * 24576 + 3 * 32768);
         // FP8, widening once at head_dim 128: Q 2 × 16 KiB, four stages of 32 KiB, the ones
-        // atom, O's staging 128 rows × 512 bytes; within the 227 KiB a CTA may take, with 1 KiB
-        // left for the static shared memory (which the 1024-byte alignment rounds up to).
+        // atom, O's staging 128 rows × 512 bytes; within the 227 KiB a CTA may take, with 2 KiB
+        // left for the static shared memory (the kernel's, 1 KiB of it O's column weights,
+        // rounded up to the dynamic part's 1024-byte alignment).
         for v in KernelPath::WgmmaFp8.variants() {
             for d in [64, 128] {
-                assert!(v.dynamic_smem(d) + 1024 <= 232_448, "{v:?} d = {d}");
+                assert!(v.dynamic_smem(d) + 2048 <= 232_448, "{v:?} d = {d}");
             }
             if v.fp8_widen_once && experiment_define("ATTN_STAGES").is_none() {
                 assert_eq!(v.dynamic_smem(128), 2 * 16384 + 4 * 32768 + 1024 + 65536);
