@@ -781,10 +781,11 @@ __device__ __forceinline__ void consume8(u32 q_addr, unsigned char* stages, cons
 // A whole segment's O leaves each consumer warp as D / 32 tensor stores
 // (cp.async.bulk.tensor, boxes of its 16 rows × 32 f32 columns, 128B swizzle) from the warp's
 // staging slab in shared memory, so the warp starts its next segment while the copy engine
-// writes; with 8-byte global stores from registers the warps waited for them, two thirds of a
-// segment boundary (reports/sm_90/attention/experiments/fp8-boundaries). Each element goes to
-// the shared byte the TMA store table measured on the H200 places it at
-// (generated/tma/fp4probe_tma.cuh, store.u32.128B.16x32: the map's box and swizzle).
+// writes instead of after its own 8-byte global stores (a segment's end took 2.6 tile times:
+// reports/sm_90/attention/experiments/fp8-boundaries; what the slabs gained:
+// experiments/fp8-o-tma). Each element goes to the shared byte the TMA store table measured on
+// the H200 places it at (generated/tma/fp4probe_tma.cuh, store.u32.128B.16x32: the map's box
+// and swizzle).
 namespace OT = ::fp4probe::tma::store_u32_128B_16x32;
 static_assert(OT::kElemBytes == 4 && OT::kBoxRows == 16 && OT::kBoxCols == 32 && OT::kBoxOffset == 0 &&
                   OT::kSwizzleBytes == 128 && OT::kLoad == 0,

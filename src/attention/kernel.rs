@@ -420,10 +420,12 @@ impl<'a> AttentionKernel<'a> {
         // (QuantizedQkv's layout, K and Vᵀ with batch·kv_heads heads, kv_group = heads /
         // kv_heads), `out` and `ts` are checked above; the grid covers seq_q and batch·heads
         // (the wgmma bodies' schedule all of them, its workspace sized for it); the dynamic
-        // shared memory is the body's (allowed in load_path). The FP8 body, launched as its
-        // pre-pass's dependent, executes griddepcontrol.wait before it touches any memory
-        // (attention_wgmma_fp8's first lines); everything enqueued before the pre-pass has
-        // completed before the pre-pass starts.
+        // shared memory is the body's (allowed in load_path); the FP8 body's stores through O's
+        // tensor map reach only `out`'s B·H·Sq rows (the map's extent). The FP8 body, launched
+        // as its pre-pass's dependent, reads nothing the pre-pass writes before
+        // griddepcontrol.wait (before it, its producer sets up the schedule and reads the
+        // tensor scales, which are not the pre-pass's); everything enqueued before the pre-pass
+        // has completed before the pre-pass starts.
         unsafe {
             self.backend
                 .launch_on(std::ptr::null_mut(), after, f, grid, block, smem, &args)
