@@ -46,12 +46,14 @@ pub struct AttentionKernel<'a> {
     fp8_workspace: Mutex<Option<Fp8Buffer>>,
 }
 
-/// The FP8 body's workspace buffer and the tensor map of O it holds (its offset and bytes),
-/// which is written only when it changes: a launch on the same output reads the one there.
+/// The FP8 body's workspace buffer and what the tensor map of O it holds was made for (its
+/// offset in the buffer, the output's address, O's rows and head_dim): encoded and written only
+/// when that changes, so a launch on the same output reads the one there.
 struct Fp8Buffer {
     buf: DeviceBuffer,
-    o_map: Option<(usize, [u8; 128])>,
+    o_map: Option<OMapKey>,
 }
+type OMapKey = (usize, sys::CUdeviceptr, usize, usize);
 
 /// Where the wgmma body's cut row blocks finish (`StreamK::counter_bytes`, `partial_bytes`).
 struct Workspace {
@@ -252,7 +254,7 @@ impl<'a> AttentionKernel<'a> {
         let keys_per_tile = variant.keys_per_tile(s.head_dim);
         let once = variant.fp8_widen_once;
         let ws = Fp8Workspace::of(s, keys_per_tile, once);
-        let o_map = (ws.o_map, self.o_tensor_map(s, out)?);
+        let o_map: OMapKey = (ws.o_map, out.ptr(), s.bh() * s.seq_q, s.head_dim);
         let mut guard = self.fp8_workspace.lock().unwrap_or_else(|e| e.into_inner());
         if guard.as_ref().is_none_or(|b| b.buf.bytes() < ws.total) {
             // The old buffer may still be in use by launches in flight.
@@ -263,7 +265,9 @@ impl<'a> AttentionKernel<'a> {
         let ws_buf = guard.as_mut().expect("allocated above");
         if ws_buf.o_map != Some(o_map) {
             // Synchronous, after every launch before it (which may read the map there).
-            ws_buf.buf.write_bytes(o_map.0, &o_map.1)?;
+            ws_buf
+                .buf
+                .write_bytes(ws.o_map, &self.o_tensor_map(s, out)?)?;
             ws_buf.o_map = Some(o_map);
         }
         let out = ws_buf.buf.ptr();
