@@ -869,9 +869,9 @@ __device__ __forceinline__ void store_rows_tma(const float (&o)[D / 2], const fl
         for (int nt = 0; nt < D / L::kN; ++nt) {
             const int i = nt * L::kD_regs + 2 * h;
             const float2 w = weight(nt * L::kN + L::d_col_formula(lane, 2 * h, 0));
-            const float x = __fmul_rn(by.div(o[i]), w.x), y = __fmul_rn(by.div(o[i + 1]), w.y);
+            const float2 v = o_pair(by, o[i], o[i + 1], w);
             asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(base[nt % 4] + 1024u * h + (u32)O_BOX_BYTES * (nt / 4)),
-                         "f"(x), "f"(y)
+                         "f"(v.x), "f"(v.y)
                          : "memory");
         }
     }

@@ -276,6 +276,12 @@ FP4PROBE_HD constexpr bool d_pairs_are_adjacent() {
 }
 static_assert(d_pairs_are_adjacent<DLayout>(), "D registers 2k, 2k+1: adjacent columns, the first even");
 
+// One stored pair: O / l times the columns' weights, each rounded once (store_rows, and the FP8
+// body's store_rows_tma).
+__device__ __forceinline__ float2 o_pair(const RowDivisor& by, float o0, float o1, float2 w) {
+    return make_float2(__fmul_rn(by.div(o0), w.x), __fmul_rn(by.div(o1), w.y));
+}
+
 template <int D, class Weight>
 __device__ __forceinline__ void store_rows(const float (&o)[D / 2], const float (&l)[2], const Weight& weight,
                                            float* out, u64 bh, int Sq, int q0, int lane) {
@@ -292,8 +298,7 @@ __device__ __forceinline__ void store_rows(const float (&o)[D / 2], const float 
         for (int nt = 0; nt < D / L::kN; ++nt) {
             const int i = nt * L::kD_regs + 2 * h;
             const float2 w = weight(nt * L::kN + L::d_col_formula(lane, 2 * h, 0));
-            *reinterpret_cast<float2*>(dst + nt * L::kN) =
-                make_float2(__fmul_rn(by.div(o[i]), w.x), __fmul_rn(by.div(o[i + 1]), w.y));
+            *reinterpret_cast<float2*>(dst + nt * L::kN) = o_pair(by, o[i], o[i + 1], w);
         }
     }
 }
