@@ -204,14 +204,22 @@ __device__ __forceinline__ void requantize_p(float (&p)[NT][DL::regs], float (&l
 // The tile's row maxima tmax (per row half, this lane's part) reduced over the row's four
 // lanes; the integer running maxima m_run advanced (reference.rs: reference_quantized);
 // alpha = 2^(m_old - m_new) exactly (0 before the first key), m_use the maximum to subtract
-// (0 while a row has seen only masked keys, so exp2(-inf - 0) = 0).
+// (0 while a row has seen only masked keys, so exp2(-inf - 0) = 0). SLACK > 0: the running
+// maximum moves only when the tile's exceeds it by more than SLACK, so O is rescaled less
+// often and the caller's P carries SLACK binades of headroom (its scale 2^-SLACK lower).
+template <int SLACK = 0>
 __device__ __forceinline__ void advance_row_max(float (&tmax)[2], float (&m_run)[2], float (&alpha)[2],
                                                 float (&m_use)[2]) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
         tmax[h] = fmaxf(tmax[h], __shfl_xor_sync(0xffffffffu, tmax[h], 1));
         tmax[h] = fmaxf(tmax[h], __shfl_xor_sync(0xffffffffu, tmax[h], 2));
-        const float m_new = fmaxf(m_run[h], ceilf(tmax[h]));
+        const float c = ceilf(tmax[h]);
+        float m_new;
+        if constexpr (SLACK == 0)
+            m_new = fmaxf(m_run[h], c);
+        else
+            m_new = c > m_run[h] + (float)SLACK ? c : m_run[h];
         const int drop = m_run[h] == NEG_INF ? -1000 : (int)(m_run[h] - m_new);
         alpha[h] = drop < -126 ? 0.0f : __int_as_float((127 + drop) << 23);
         m_run[h] = m_new;

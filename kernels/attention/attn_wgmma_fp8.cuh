@@ -123,6 +123,11 @@ struct Geo8 {
     // D = 64, where a segment's end costs less, 8-byte stores from registers (store_rows) ran
     // faster on the H200 (reports/sm_90/attention/experiments/fp8-o-tma).
     static constexpr bool O_TMA = D == 128;
+    // How far a row's running maximum may trail the tile's before it moves (and O is
+    // rescaled): 1 at D = 64, where it ran 3-4% faster on the H200, 0 at D = 128, where it
+    // ran 1% slower (reports/sm_90/attention/experiments/fp8-softmax-issue). P's scale is
+    // 2^(8 - MAX_SLACK); the final O / l is the same (docs/attention-fp8.md).
+    static constexpr int MAX_SLACK = D == 64 ? 1 : 0;
     static constexpr bool SMEM_WEIGHTS = ATTN_FP8_SMEM_WEIGHTS && D == 128;
     // Shared memory: two Q buffers, the ring of STAGES stages (a stage: K's tile, then Vᵀ's),
     // the swizzle atoms of 8 rows like Vᵀ's that are all ones (E4M3 1.0, written once per
@@ -577,9 +582,12 @@ __device__ __forceinline__ void softmax_to_p8_(const float (&sacc)[Geo8<D>::BC /
         tmax[h] = __fmul_rn(m[0], cq[h]);
     }
     float m_use[2], add[2];
-    advance_row_max(tmax, st.m_run, alpha, m_use);
+    constexpr int SLACK = Geo8<D>::MAX_SLACK;
+    advance_row_max<SLACK>(tmax, st.m_run, alpha, m_use);
+    // P's 2^8 (fp8.rs: P_SCALE_LOG2), 2^(8 - SLACK) under a running maximum up to SLACK below
+    // the tile's: P stays at most 2^8 either way.
 #pragma unroll
-    for (int h = 0; h < 2; ++h) add[h] = __fsub_rn(8.0f, m_use[h]);  // P's 2^8 (fp8.rs: P_SCALE_LOG2)
+    for (int h = 0; h < 2; ++h) add[h] = __fsub_rn(8.0f - SLACK, m_use[h]);
     float p[S_REGS];
 #pragma unroll
     for (int i = 0; i < S_REGS; ++i) p[i] = ex2(__fmaf_rn(x[i], cq[acc_half(i)], add[acc_half(i)]));
