@@ -238,9 +238,10 @@ pub fn p_e4m3(s2: f64, m: f64) -> u8 {
 /// 32) forms p8 2^(M − m_t) times these and rescales acc and l by exact powers of two: the same result
 /// while those p8 are normal E4M3 values (`tests/attention_fp8.rs` runs that form against this
 /// one). At head_dim 64 the FP8 kernel's m_t trails the tiles' maxima by up to one and its p8 are
-/// 2^(M − m_t − 1) times these, with the same result. Where a kernel cannot match bit for bit, and why the relative error stays far
-/// below 1e-3, is in `docs/attention-fp8.md`: its f32 s2 and ex2, an E4M3-subnormal p8 in a
-/// running frame, k32 groups it runs with every key masked, stream-K pieces.
+/// 2^(M − m_t − 1) times these, with the same result. Where a kernel cannot match bit for bit,
+/// and why the relative error stays far below 1e-3, is in `docs/attention-fp8.md`: its f32 s2
+/// and ex2, an E4M3-subnormal p8 in a running frame, k32 groups it runs with every key masked,
+/// stream-K pieces.
 pub fn reference_fp8(qkv: &QuantizedQkv) -> Vec<f32> {
     let shape = &qkv.shape;
     let ops = Fp8Qkv::widen(qkv);
