@@ -686,24 +686,25 @@ impl DeviceBuffer {
     /// A buffer holding a copy of `host` (padded with zeros to a multiple of 4 bytes).
     pub fn from_bytes(backend: &CudaBackend, host: &[u8], what: &str) -> Result<Self> {
         let buf = Self::zeroed(backend, host.len(), what)?;
-        if !host.is_empty() {
-            // SAFETY: the buffer holds at least `host.len()` bytes; the copy is synchronous.
-            drv(
-                unsafe { result::memcpy_htod_sync(buf.ptr, host) },
-                &format!("cuMemcpyHtoD({what})"),
-            )?;
-        }
+        buf.write_bytes(0, host)
+            .with_context(|| format!("copying {what} to the device"))?;
         Ok(buf)
     }
 
     /// Copy `host` to byte `offset` of the buffer (synchronous: after the work before it).
     pub fn write_bytes(&self, offset: usize, host: &[u8]) -> Result<()> {
-        if offset + host.len() > self.bytes {
+        if offset
+            .checked_add(host.len())
+            .is_none_or(|end| end > self.bytes)
+        {
             bail!(
                 "writing {} bytes at offset {offset} of a buffer of {} bytes",
                 host.len(),
                 self.bytes
             );
+        }
+        if host.is_empty() {
+            return Ok(());
         }
         drv(self.ctx.bind_to_thread(), "binding the CUDA context")?;
         // SAFETY: the range lies inside the allocation (checked above); the copy is synchronous.
