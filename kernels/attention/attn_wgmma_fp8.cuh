@@ -128,6 +128,11 @@ struct Geo8 {
     // ran 1% slower (reports/sm_90/attention/experiments/fp8-softmax-issue). P's scale is
     // 2^(8 - MAX_SLACK); the final O / l is the same (docs/attention-fp8.md).
     static constexpr int MAX_SLACK = D == 64 ? 1 : 0;
+    // An edge tile's mask (the causal diagonal, keys past Sk): by one compare of a register's
+    // key part with a bound per row half (mask_edge) at D = 128, where it ran causal S = 4096
+    // 1.6-1.8% and S = 1024 5-6% faster on the H200; by a column-key table at D = 64, where
+    // the compare ran 2-13% slower (reports/sm_90/attention/experiments/fp8-edge-mask).
+    static constexpr bool MASK_BY_COMPARE = D == 128;
     static constexpr bool SMEM_WEIGHTS = ATTN_FP8_SMEM_WEIGHTS && D == 128;
     // Shared memory: two Q buffers, the ring of STAGES stages (a stage: K's tile, then Vᵀ's),
     // the swizzle atoms of 8 rows like Vᵀ's that are all ones (E4M3 1.0, written once per
@@ -228,8 +233,27 @@ FP4PROBE_HD constexpr bool columns_are_a_permutation() {
     return true;
 }
 static_assert(columns_are_a_permutation(), "S columns and keys: a permutation within each 32");
-// key_of_col as a table, for the masks of edge tiles (a lane's columns are known only at run
-// time).
+// The masks of edge tiles by compare (MASK_BY_COMPARE): the key (within the tile) of a lane's S register i is a part of the
+// lane plus a part of the register, a constant after unrolling, and its row a part of the lane
+// plus 8 per row half; so a register is masked when its constant reaches one bound per row
+// half, formed once a tile (a compare and a select an element).
+FP4PROBE_HD constexpr int reg_key(int i) { return key_of_col(8 * (i / 4) + L::d_col_formula(0, i % 4, 0)); }
+FP4PROBE_HD constexpr int lane_key(int lane) { return key_of_col(L::d_col_formula(lane, 0, 0)) - reg_key(0); }
+FP4PROBE_HD constexpr int lane_row(int lane, int h) { return L::d_row_formula(lane, 2 * h, 0); }
+FP4PROBE_HD constexpr bool mask_parts_are_separable() {
+    for (int lane = 0; lane < 32; ++lane)
+        for (int i = 0; i < 64; ++i) {
+            if (lane_key(lane) < 0 || lane_key(lane) > 255) return false;  // kLaneKeys' bytes
+            if (key_of_col(8 * (i / 4) + L::d_col_formula(lane, i % 4, 0)) != lane_key(lane) + reg_key(i)) return false;
+            if (L::d_row_formula(lane, i % 4, 0) != lane_row(lane, acc_half(i))) return false;
+        }
+    return true;
+}
+static_assert(mask_parts_are_separable(),
+              "the handoff's key of an S register: a lane part plus a register part; its row: the lane's, per row half");
+// key_of_col as a table (the mask of an edge tile without MASK_BY_COMPARE; a lane's columns are
+// known only at run time) and lane_key as one (key_of_col searches the permutation: a
+// constant expression only).
 struct ColumnKeys {
     unsigned char key[128];
     FP4PROBE_HD constexpr ColumnKeys() : key() {
@@ -237,6 +261,13 @@ struct ColumnKeys {
     }
 };
 __constant__ ColumnKeys kColumnKeys = ColumnKeys();
+struct LaneKeys {
+    unsigned char key[32];
+    FP4PROBE_HD constexpr LaneKeys() : key() {
+        for (int lane = 0; lane < 32; ++lane) key[lane] = (unsigned char)lane_key(lane);
+    }
+};
+__constant__ LaneKeys kLaneKeys = LaneKeys();
 
 // ---- FP4 to E4M3 ----------------------------------------------------------------------------
 
@@ -548,6 +579,21 @@ __device__ __forceinline__ void produce8(int Sq, int Sk, int causal, u32 bh_coun
 // ---- the consumers --------------------------------------------------------------------------
 
 
+// An edge tile's S: register i is masked (-inf) where its key, key0 + lane_key + reg_key(i),
+// reaches Sk or passes its row.
+template <int D>
+__device__ __forceinline__ void mask_edge(float (&x)[Geo8<D>::BC / 2], int key0, int q0, int Sk, int causal, int lane) {
+    int bound[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        const int key_end = causal ? min(Sk, q0 + lane_row(lane, h) + 1) : Sk;
+        bound[h] = key_end - key0 - kLaneKeys.key[lane];
+    }
+#pragma unroll
+    for (int i = 0; i < Geo8<D>::BC / 2; ++i)
+        if (reg_key(i) >= bound[acc_half(i)]) x[i] = NEG_INF;
+}
+
 // S of one key tile to P in E4M3: masked where the tile reaches past Sk or the diagonal (EDGE);
 // the row's integer running maximum advanced from the maxima of S times the tile's cq =
 // c·2^fq·2^fk (a power-of-two factor per tile: exact); p = ex2(S·cq + 8 - m) rounded to E4M3
@@ -562,12 +608,13 @@ __device__ __forceinline__ void softmax_to_p8_(const float (&sacc)[Geo8<D>::BC /
 #pragma unroll
     for (int i = 0; i < S_REGS; ++i) {
         x[i] = sacc[i];
-        if (EDGE) {
+        if (EDGE && !Geo8<D>::MASK_BY_COMPARE) {
             const int row = q0 + L::d_row_formula(lane, i % 4, 0);
             const int key = key0 + kColumnKeys.key[8 * (i / 4) + L::d_col_formula(lane, i % 4, 0)];
             if (key >= Sk || (causal && key > row)) x[i] = NEG_INF;
         }
     }
+    if (EDGE && Geo8<D>::MASK_BY_COMPARE) mask_edge<D>(x, key0, q0, Sk, causal, lane);
     float tmax[2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
