@@ -233,10 +233,11 @@ FP4PROBE_HD constexpr bool columns_are_a_permutation() {
     return true;
 }
 static_assert(columns_are_a_permutation(), "S columns and keys: a permutation within each 32");
-// The masks of edge tiles by compare (MASK_BY_COMPARE): the key (within the tile) of a lane's S register i is a part of the
-// lane plus a part of the register, a constant after unrolling, and its row a part of the lane
-// plus 8 per row half; so a register is masked when its constant reaches one bound per row
-// half, formed once a tile (a compare and a select an element).
+// The masks of edge tiles by compare (MASK_BY_COMPARE): the key (within the tile) of a lane's
+// S register i is a part of the lane plus a part of the register, a constant after unrolling,
+// and its row a part of the lane plus 8 per row half; so a register is masked when its
+// constant reaches one bound per row half, formed once a tile (a compare and a select an
+// element).
 FP4PROBE_HD constexpr int reg_key(int i) { return key_of_col(8 * (i / 4) + L::d_col_formula(0, i % 4, 0)); }
 FP4PROBE_HD constexpr int lane_key(int lane) { return key_of_col(L::d_col_formula(lane, 0, 0)) - reg_key(0); }
 FP4PROBE_HD constexpr int lane_row(int lane, int h) { return L::d_row_formula(lane, 2 * h, 0); }
