@@ -238,14 +238,16 @@ static_assert(columns_are_a_permutation(), "S columns and keys: a permutation wi
 // and its row a part of the lane plus 8 per row half; so a register is masked when its
 // constant reaches one bound per row half, formed once a tile (a compare and a select an
 // element).
-FP4PROBE_HD constexpr int reg_key(int i) { return key_of_col(8 * (i / 4) + L::d_col_formula(0, i % 4, 0)); }
+// The S column of a lane's register i (n8 tiles of four registers, side by side).
+FP4PROBE_HD constexpr int reg_col(int lane, int i) { return 8 * (i / 4) + L::d_col_formula(lane, i % 4, 0); }
+FP4PROBE_HD constexpr int reg_key(int i) { return key_of_col(reg_col(0, i)); }
 FP4PROBE_HD constexpr int lane_key(int lane) { return key_of_col(L::d_col_formula(lane, 0, 0)) - reg_key(0); }
 FP4PROBE_HD constexpr int lane_row(int lane, int h) { return L::d_row_formula(lane, 2 * h, 0); }
 FP4PROBE_HD constexpr bool mask_parts_are_separable() {
     for (int lane = 0; lane < 32; ++lane)
         for (int i = 0; i < 64; ++i) {
             if (lane_key(lane) < 0 || lane_key(lane) > 255) return false;  // kLaneKeys' bytes
-            if (key_of_col(8 * (i / 4) + L::d_col_formula(lane, i % 4, 0)) != lane_key(lane) + reg_key(i)) return false;
+            if (key_of_col(reg_col(lane, i)) != lane_key(lane) + reg_key(i)) return false;
             if (L::d_row_formula(lane, i % 4, 0) != lane_row(lane, acc_half(i))) return false;
         }
     return true;
@@ -611,7 +613,7 @@ __device__ __forceinline__ void softmax_to_p8_(const float (&sacc)[Geo8<D>::BC /
         x[i] = sacc[i];
         if (EDGE && !Geo8<D>::MASK_BY_COMPARE) {
             const int row = q0 + L::d_row_formula(lane, i % 4, 0);
-            const int key = key0 + kColumnKeys.key[8 * (i / 4) + L::d_col_formula(lane, i % 4, 0)];
+            const int key = key0 + kColumnKeys.key[reg_col(lane, i)];
             if (key >= Sk || (causal && key > row)) x[i] = NEG_INF;
         }
     }
