@@ -215,7 +215,9 @@ fn wgmma_kernel_waits_on_mbarriers_and_stages_q_only_for_nvfp4_d128() {
 }
 
 /// Every variant of `path` compiled for sm_90a without ptxas serializing its wgmma (which it
-/// says when it cannot keep a register in flight).
+/// says when it cannot keep a register in flight) or waiting for one where the source does not
+/// (C7517: it injects a wgmma.wait_group before an instruction that reads a register a wgmma may
+/// still write, and the tensor cores then run nothing beside that code).
 fn assert_wgmma_not_serialized(path: KernelPath) {
     for variant in path.variants() {
         let cubin =
@@ -223,6 +225,11 @@ fn assert_wgmma_not_serialized(path: KernelPath) {
         assert!(
             !cubin.log.contains("serialized"),
             "{variant:?}: ptxas serialized the wgmma: {}",
+            cubin.log
+        );
+        assert!(
+            !cubin.log.contains("wgmma.wait_group is injected"),
+            "{variant:?}: ptxas waits for a wgmma the source does not wait for: {}",
             cubin.log
         );
     }
