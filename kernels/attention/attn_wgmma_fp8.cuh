@@ -612,7 +612,7 @@ __device__ __forceinline__ void softmax_to_p8_(const float (&sacc)[Geo8<D>::BC /
     for (int i = 0; i < S_REGS; ++i) {
         x[i] = sacc[i];
         if (EDGE && !Geo8<D>::MASK_BY_COMPARE) {
-            const int row = q0 + L::d_row_formula(lane, i % 4, 0);
+            const int row = q0 + lane_row(lane, acc_half(i));
             const int key = key0 + kColumnKeys.key[reg_col(lane, i)];
             if (key >= Sk || (causal && key > row)) x[i] = NEG_INF;
         }
