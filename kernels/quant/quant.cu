@@ -600,7 +600,9 @@ __device__ __forceinline__ void quantize_tile(const typename In::Raw (&raw)[UNRO
 // The CTA tiles tile, tile + gridDim.x, ... (raw and where: the first, loaded), in the order of
 // `reverse`. Loading the next tile before encoding this one (registers for two tiles, the grid
 // capped at 5 CTAs an SM so CTAs loop) measured slower: bf16 two-level NVFP4 60% of the copy
-// against 81% (reports/sm_90/quant/experiments/nice-loop-and-prefetch).
+// against 81% (reports/sm_90/quant/experiments/nice-loop-and-prefetch); so did copying it into
+// a shared-memory ring with cp.async, 75-78% (experiments/ring): the kernel is bound by its
+// instructions, not by its loads.
 template <class In, int FMT, bool SEARCH, u32 MODE, bool NICE2, int UNROLL>
 __device__ __forceinline__ void tile_loop(const void* x, const Tiling<FMT, UNROLL>& tl, u32 tile, bool reverse,
                                           typename In::Raw (&raw)[UNROLL], typename Tiling<FMT, UNROLL>::Where where,
