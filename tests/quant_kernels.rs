@@ -63,16 +63,24 @@ fn kernels_compile_for_sm90_and_sm120a_with_wide_loads_and_no_per_element_divisi
                 let name = quant_entry(&spec, input);
                 let f = function_sass(&listing, &name);
                 assert!(!f.is_empty(), "{arch}: {name} missing from the cubin");
-                // 2 groups of f32 a thread (four 16-byte loads each); unroll_16bit(format) for 16-bit.
+                // 2 groups of f32 a thread (four 16-byte loads each); unroll_16bit(format) for
+                // 16-bit. Two-level NVFP4 of bf16 loads at three sites: the first tile, and the
+                // tile loops for nice and for other tensor scales (quant.cu: NV2_BF16_NICE).
                 let wide = f
                     .iter()
                     .filter(|l| l.contains("LDG.") && l.contains(".128"))
                     .count();
-                let want = if input == InType::F32 {
-                    8
+                let sites = if input == InType::Bf16 && spec.two_level() {
+                    3
                 } else {
-                    unroll_16bit(spec.format) as usize
+                    1
                 };
+                let want = sites
+                    * if input == InType::F32 {
+                        8
+                    } else {
+                        unroll_16bit(spec.format) as usize
+                    };
                 assert_eq!(wide, want, "{arch} {name}: 16-byte loads\n{}", f.join("\n"));
                 // 32 or 64 elements per thread: an inlined per-element division would show at
                 // least 32 reciprocals; what is allowed is the per-block reciprocal (one a

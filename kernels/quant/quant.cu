@@ -330,11 +330,13 @@ __device__ __forceinline__ u32 nv1_bf16_chunk(const Bytes<2>::Raw& r, int c, flo
 // The E2M1 magnitude code, as code << 22, of the bf16 value x (widened) over a two-level
 // NVFP4 divisor d (rd = RN(1/d); a nice tensor scale, so Markstein's division is exact):
 // Markstein's correctly rounded quotient q (div_markstein_nonneg), clamped at 6, then
-// e2m1_grid's rounding in fewer instructions: C = 1.5·2^22·max(binade, 1) is the binade's bits
-// plus a constant, floored at binade 1 (one add-and-max), and (q + C)·2^-126 - C·2^-126 in one
-// FMA is the grid value times 2^-126, exactly, whose bits are code << 22 (e2m1_mag22). Nine
-// instructions where div_markstein_nonneg and e2m1_mag22 take ten; pair_codes.rs mirrors it
-// and checks it against the divided reference. Rounding |x|·rd onto the grid in one FMA,
+// e2m1_grid's rounding scaled by 2^-126: C' = 2^-126·1.5·2^22·max(binade, 1) is the binade's
+// bits plus a constant, floored at binade 1 (one signed add-and-max), whose ulp is the grid
+// step times 2^-126; RN(q·2^-126 + C') in one FMA (the product is exact inside it, subnormal
+// or not) is the grid value times 2^-126 plus C', and subtracting C' leaves that value exactly,
+// whose bits are code << 22 (e2m1_mag22). Eight instructions where div_markstein_nonneg and
+// e2m1_mag22 take ten; pair_codes.rs mirrors it and checks it against the divided reference,
+// the grid rounding for every f32 quotient below 7. Rounding |x|·rd onto the grid in one FMA,
 // without the exact quotient, measured slower (H200, reports/sm_90/quant/experiments/
 // two-level-bf16): the blocks where that differs from the division are those where a midpoint
 // times d lies next to a bf16 value, and with a bf16 tensor amax (d = amax/2688 · scale,
@@ -346,8 +348,8 @@ __device__ __forceinline__ u32 e2m1_mag22_nv2(float x, float d, float rd) {
     const float m = __fmaf_rn(__fmaf_rn(-y, d, a), rd, y);
     // Unclamped (the caller knows m < 7), m in [6, 7) lands on 6 as clamped.
     const float q = CLAMP ? fminf(m, 6.0f) : m;
-    const float c = __uint_as_float(__viaddmax_u32(__float_as_uint(q) & 0x7f800000u, 0x0b400000u, 0x4ac00000u));
-    return __float_as_uint(__fmaf_rn(__fadd_rn(q, c), 0x1p-126f, __fmul_rn(c, -0x1p-126f)));
+    const float c = __int_as_float(__viaddmax_s32(__float_as_int(q) & 0x7f800000, 0x0b400000 - 0x3f000000, 0x0bc00000));
+    return __float_as_uint(__fsub_rn(__fmaf_rn(q, 0x1p-126f, c), c));
 }
 
 // Chunk c's two-level NVFP4 magnitude codes of a bf16 group (e2m1_mag22_nv2), placed.
@@ -486,17 +488,16 @@ __device__ __forceinline__ void group_codes(const typename In::Raw& raw, u32 nai
 }
 
 // Two-level NVFP4 of bf16 inputs under a nice tensor scale (1; 0: group_codes as for any
-// tensor scale): the tile loop is compiled a second time with the tensor scale known nice, so
-// a group takes no branch on it, the block scale byte comes from one branch-free sequence,
-// the clamp of the quotients at 6 runs only in warps where a block scale is 448 (elsewhere
-// every quotient is below 7, where the grid rounding gives 6 unclamped: pair_codes.rs), and
-// the signs are gathered with sign-replicating byte permutes: 16.9 instructions an element
-// against 18.2 (Nsight Compute, H200), but 84 / 77 / 78% of the copy (linear / 128x4 /
-// 8x4) against 81 / 78 / 79% in one round and the same in another (reports/sm_90/quant/
-// experiments/nice-loop-and-prefetch), so off: a tuning knob (FP4PROBE_QUANT_DEFINES=
-// NV2_BF16_NICE=1).
+// tensor scale, a tuning knob: FP4PROBE_QUANT_DEFINES=NV2_BF16_NICE=0): the tile loop is
+// compiled a second time with the tensor scale known nice, so a group takes no branch on it,
+// the block scale byte comes from one branch-free sequence, the clamp of the quotients at 6
+// runs only in warps where a block scale is 448 (elsewhere every quotient is below 7, where
+// the grid rounding gives 6 unclamped: pair_codes.rs), and the signs are gathered with
+// sign-replicating byte permutes: 15.4 instructions an element against 17.2 (linear, Nsight
+// Compute, H200), 86 / 79-80 / 80-81% of the copy (linear / 128x4 / 8x4) against 84 / 78 /
+// 79-80% (reports/sm_90/quant/experiments/grid-fma-and-loop).
 #ifndef NV2_BF16_NICE
-#define NV2_BF16_NICE 0
+#define NV2_BF16_NICE 1
 #endif
 
 // Two-level NVFP4 block scale byte under a nice tensor scale: nv_scale's nice branch, with the
@@ -633,10 +634,11 @@ __device__ __forceinline__ void quantize(const void* x, u32 chunks, u32* data, u
     // Groups a thread loads at once.
     constexpr int UNROLL = FMT == MX ? In::UNROLL_MX : In::UNROLL;
     // CTA tiles of QUANT_THREADS·UNROLL groups (Tiling); a CTA takes tiles blockIdx.x, +
-    // gridDim.x, ... (the host launches one CTA per tile unless FP4PROBE_QUANT_CTAS_PER_SM caps
-    // the grid). The tile size is a compile-time power of two: with blockDim.x it was a 64-bit
-    // division ahead of every load. Two-level: tiles are taken from the tensor's end, which the
-    // amax pass (finite_amax) read last and left in L2.
+    // gridDim.x, ... (the host launches one CTA per tile, except two-level NVFP4 of bf16, whose
+    // grid it caps so that CTAs loop and pay the prologue once for several tiles: cuda.rs,
+    // LOOPING_CTAS_PER_SM). The tile size is a compile-time power of two: with blockDim.x it
+    // would be a 64-bit division ahead of every load. Two-level: tiles are taken from the
+    // tensor's end, which the amax pass (finite_amax) read last and left in L2.
     const Tiling<FMT, UNROLL> tl(chunks / CHUNKS, geom);
     if constexpr (!NICE2) {
         // One load site: the loop as written.

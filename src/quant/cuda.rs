@@ -38,13 +38,29 @@ pub fn unroll_16bit(format: Format) -> u64 {
         })
 }
 
-/// `FP4PROBE_QUANT_CTAS_PER_SM=K` (an experiment): launch at most K CTAs per SM, each looping
-/// over tiles, instead of one CTA per tile.
-fn ctas_per_sm() -> Option<u64> {
-    std::env::var("FP4PROBE_QUANT_CTAS_PER_SM")
+/// CTAs per SM that two-level NVFP4 of bf16 (one pass, no search) is launched with, each
+/// looping over about three tiles of an 8192×8192 tensor, where one CTA a tile repeats the
+/// kernel's prologue (the tensor scale, the geometry: 71 of about 510 instructions a tile).
+/// Measured on the H200 (reports/sm_90/quant/experiments/grid-fma-and-loop): 90-91% of the copy
+/// against 86-87% (linear), 84-85% against 79-81% (128x4 and 8x4); the other kernels run as
+/// fast or faster one CTA a tile, so they keep that.
+const LOOPING_CTAS_PER_SM: u64 = 20;
+
+/// At most how many CTAs an SM the quantization grid has, each looping over tiles (None: one
+/// CTA per tile): `FP4PROBE_QUANT_CTAS_PER_SM=K` (0: one CTA per tile) for tuning, else
+/// LOOPING_CTAS_PER_SM for two-level NVFP4 of bf16.
+fn ctas_per_sm(spec: &Spec, input: InType) -> Option<u64> {
+    match std::env::var("FP4PROBE_QUANT_CTAS_PER_SM")
         .ok()
-        .and_then(|v| v.parse().ok())
-        .filter(|&k| k > 0)
+        .and_then(|v| v.parse::<u64>().ok())
+    {
+        Some(k) => (k > 0).then_some(k),
+        None => (spec.format == Format::Nvfp4
+            && spec.two_level()
+            && !spec.search
+            && input == InType::Bf16)
+            .then_some(LOOPING_CTAS_PER_SM),
+    }
 }
 
 /// Element types the kernels read.
@@ -326,7 +342,7 @@ impl<'a> QuantKernels<'a> {
             _ => (chunks as u64).div_ceil(THREADS as u64 * buf.in_type.unroll(spec.format)),
         }
         .max(1);
-        let grid = match ctas_per_sm() {
+        let grid = match ctas_per_sm(spec, buf.in_type) {
             Some(k) => tiles.min(self.backend.sm_count()? as u64 * k),
             None => tiles,
         };

@@ -72,13 +72,14 @@ fn nv2_bf16_unclamped(x: u16, d: f32, rd: f32) -> u8 {
     nv2_grid((-y).mul_add(d, a).mul_add(rd, y)) | ((x >> 12) & 8) as u8
 }
 
-/// The grid rounding of `e2m1_mag22_nv2` of a quotient q: the magnitude code.
+/// The grid rounding of `e2m1_mag22_nv2` of a quotient q: the magnitude code. The binade's
+/// constant times 2^-126 (a signed add-and-max on the exponent bits), one fused multiply-add of
+/// q·2^-126 onto it, and the constant subtracted again.
 fn nv2_grid(q: f32) -> u8 {
-    let c = f32::from_bits(((q.to_bits() & 0x7F80_0000) + 0x0B40_0000).max(0x4AC0_0000));
-    let k = (q + c).mul_add(
-        f32::from_bits(0x0080_0000),
-        c * -f32::from_bits(0x0080_0000),
+    let c = f32::from_bits(
+        ((q.to_bits() & 0x7F80_0000) as i32 + (0x0B40_0000 - 0x3F00_0000)).max(0x0BC0_0000) as u32,
     );
+    let k = q.mul_add(f32::from_bits(0x0080_0000), c) - c;
     (k.to_bits() >> 22) as u8
 }
 
@@ -202,6 +203,15 @@ fn two_level_bf16_codes_equal_the_divided_reference() {
                 check_nv2(d, bf16_between(d, 0.2, 6.4));
             }
         }
+    }
+}
+
+#[test]
+fn grid_rounding_equals_the_encoder_for_every_quotient_up_to_6() {
+    // Every non-negative f32 up to 6, subnormals included: the quotients clamped at 6.
+    for bits in 0..=6.0f32.to_bits() {
+        let q = f32::from_bits(bits);
+        assert_eq!(nv2_grid(q), e2m1_encode(q), "{q:e} ({bits:#010x})");
     }
 }
 
