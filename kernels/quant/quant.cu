@@ -199,6 +199,16 @@ struct TensorScale {
     bool nice;
 };
 
+// The tensor scale of the tensor amax (f32 bits): amax / (6 · 448), 1 for an all-zero tensor
+// (scale.rs: nv_tensor_scale).
+__device__ __forceinline__ TensorScale tensor_scale_of(u32 amax) {
+    TensorScale ts;
+    ts.t = amax == 0 ? 1.0f : __fdiv_rn(__uint_as_float(amax), 2688.0f);
+    ts.rt = __frcp_rn(ts.t);
+    ts.nice = ts.t >= 0x1p-40f && ts.t <= 0x1p40f;
+    return ts;
+}
+
 // NVFP4 block scale byte: (amax/6) [/ tensor scale], clamped, E4M3 (scale.rs: nv_scale). The
 // clamp keeps amax/6 [/ t] only from 2^-6 to 448: there Markstein's division is exact, and
 // outside its result (within an ulp) clamps the same, so one level and a nice t skip div_rn's
@@ -598,22 +608,37 @@ __device__ __forceinline__ void quantize_tile(const typename In::Raw (&raw)[UNRO
     }
 }
 
-// The CTA tiles tile, tile + gridDim.x, ... (raw and where: the first, loaded), in the order of
-// `reverse`. Loading the next tile before encoding this one (registers for two tiles, the grid
-// capped at 5 CTAs an SM so CTAs loop) measured slower: bf16 two-level NVFP4 60% of the copy
-// against 81% (reports/sm_90/quant/experiments/nice-loop-and-prefetch); so did copying it into
-// a shared-memory ring with cp.async, 75-78% (experiments/ring): the kernel is bound by its
-// instructions, not by its loads.
+// This CTA's tiles tile, tile + stride, ... (Tiling; raw and where: the first, loaded), in
+// the order of `reverse`, each tile's place stepped from the last one's. Loading the next tile
+// before encoding this one (registers for two tiles, the grid capped at 5 CTAs an SM so CTAs
+// loop) measured slower: bf16 two-level NVFP4 60% of the copy against 81% (reports/sm_90/quant/
+// experiments/nice-loop-and-prefetch); so did copying it into a shared-memory ring with
+// cp.async, 75-78% (experiments/ring): the kernel is bound by its instructions, not by its loads.
 template <class In, int FMT, bool SEARCH, u32 MODE, bool NICE2, int UNROLL>
 __device__ __forceinline__ void tile_loop(const void* x, const Tiling<FMT, UNROLL>& tl, u32 tile, bool reverse,
                                           typename In::Raw (&raw)[UNROLL], typename Tiling<FMT, UNROLL>::Where where,
                                           const TensorScale& ts, u32* data, u8* scale, const ScaleGeom& geom) {
-    while (true) {
-        quantize_tile<In, FMT, SEARCH, MODE, NICE2>(raw, tl, where, ts, data, scale, geom);
-        tile += gridDim.x;
-        if (tile >= tl.tiles) return;
-        where = tl.where(reverse ? tl.tiles - 1 - tile : tile, geom);
-        load_tile<In>(x, tl, where, geom, raw);
+    if constexpr (Tiling<FMT, UNROLL>::BANDS) {
+        // The host launches a grid of the stride (Tiling), so a CTA's tiles are its first and
+        // those stride, 2·stride, ... tiles on; a smaller grid would leave tiles out, so it
+        // stops the kernel instead.
+        if (gridDim.x < min(tl.stride, tl.tiles)) __trap();
+        while (true) {
+            quantize_tile<In, FMT, SEARCH, MODE, NICE2>(raw, tl, where, ts, data, scale, geom);
+            // The walk ends where the scale offset leaves the scale bytes, either way (wrapping
+            // below 0: layout.rs, BandWalk).
+            where = tl.step(where, geom);
+            if (where.scale >= geom.scale_bytes) return;
+            load_tile<In>(x, tl, where, geom, raw);
+        }
+    } else {
+        while (true) {
+            quantize_tile<In, FMT, SEARCH, MODE, NICE2>(raw, tl, where, ts, data, scale, geom);
+            tile += tl.stride;
+            if (tile >= tl.tiles) return;
+            where = tl.step(where, geom);
+            load_tile<In>(x, tl, where, geom, raw);
+        }
     }
 }
 
@@ -634,37 +659,27 @@ __device__ __forceinline__ void quantize(const void* x, u32 chunks, u32* data, u
     // Groups a thread loads at once.
     constexpr int UNROLL = FMT == MX ? In::UNROLL_MX : In::UNROLL;
     // CTA tiles of QUANT_THREADS·UNROLL groups (Tiling); a CTA takes tiles blockIdx.x, +
-    // gridDim.x, ... (the host launches one CTA per tile, except two-level NVFP4 of bf16, whose
+    // stride, ... (the host launches one CTA per tile, except two-level NVFP4 of bf16, whose
     // grid it caps so that CTAs loop and pay the prologue once for several tiles: cuda.rs,
-    // LOOPING_CTAS_PER_SM). The tile size is a compile-time power of two: with blockDim.x it
+    // LOOPING_CTAS_PER_SM; in bands, to whole tile rows: layout.rs, BandWalk). The tile size is a compile-time power of two: with blockDim.x it
     // would be a 64-bit division ahead of every load. Two-level: tiles are taken from the
     // tensor's end, which the amax pass (finite_amax) read last and left in L2.
-    const Tiling<FMT, UNROLL> tl(chunks / CHUNKS, geom);
+    const Tiling<FMT, UNROLL> tl(chunks / CHUNKS, geom, two_level);
     if constexpr (!NICE2) {
         // One load site: the loop as written.
         for (u32 tile = blockIdx.x; tile < tl.tiles; tile += gridDim.x) {
             const typename Tiling<FMT, UNROLL>::Where where = tl.where(two_level ? tl.tiles - 1 - tile : tile, geom);
             typename In::Raw raw[UNROLL];
             load_tile<In>(x, tl, where, geom, raw);
-            if (two_level && tile == blockIdx.x) {
-                const u32 ab = *tensor_amax;
-                ts.t = ab == 0 ? 1.0f : __fdiv_rn(__uint_as_float(ab), 2688.0f);
-                ts.rt = __frcp_rn(ts.t);
-                ts.nice = ts.t >= 0x1p-40f && ts.t <= 0x1p40f;
-            }
+            if (two_level && tile == blockIdx.x) ts = tensor_scale_of(*tensor_amax);
             quantize_tile<In, FMT, SEARCH, MODE, false>(raw, tl, where, ts, data, scale, geom);
         }
-    } else if (blockIdx.x < tl.tiles) {
+    } else if (blockIdx.x < min(tl.stride, tl.tiles)) {
         const u32 tile = blockIdx.x;
         const typename Tiling<FMT, UNROLL>::Where where = tl.where(two_level ? tl.tiles - 1 - tile : tile, geom);
         typename In::Raw raw[UNROLL];
         load_tile<In>(x, tl, where, geom, raw);
-        if (two_level) {
-            const u32 ab = *tensor_amax;
-            ts.t = ab == 0 ? 1.0f : __fdiv_rn(__uint_as_float(ab), 2688.0f);
-            ts.rt = __frcp_rn(ts.t);
-            ts.nice = ts.t >= 0x1p-40f && ts.t <= 0x1p40f;
-        }
+        if (two_level) ts = tensor_scale_of(*tensor_amax);
         // NICE2: the loop a second time, for a nice tensor scale.
         if (NICE2 && ts.nice) {
             tile_loop<In, FMT, SEARCH, MODE, NICE2>(x, tl, tile, two_level, raw, where, ts, data, scale, geom);
@@ -672,7 +687,9 @@ __device__ __forceinline__ void quantize(const void* x, u32 chunks, u32* data, u
             tile_loop<In, FMT, SEARCH, MODE, false>(x, tl, tile, two_level, raw, where, ts, data, scale, geom);
         }
     }
-    if (two_level && blockIdx.x == 0 && threadIdx.x == 0) *tensor_scale_out = ts.t;
+    // CTA 0 has a tile unless the tensor is empty.
+    if (two_level && blockIdx.x == 0 && threadIdx.x == 0)
+        *tensor_scale_out = tl.tiles != 0 ? ts.t : tensor_scale_of(*tensor_amax).t;
 }
 
 // Maximum |x| over the finite elements, as f32 bits, into *out (zeroed by the caller). Each
@@ -766,9 +783,10 @@ struct MinBlocks {
     extern "C" __global__ void __launch_bounds__(QUANT_THREADS, (MinBlocks<IN, FMT, SEARCH, MODE>::value)) \
         NAME(const void* x, u32 chunks, u32* data, u8* scale, const u32* tensor_amax,           \
              float* tensor_scale_out, u32 cols, u32 magic, u32 shift, u32 row_tile_bytes,       \
-             u32 hcount, u32 hmagic, u32 hshift) {                                              \
+             u32 hcount, u32 hmagic, u32 hshift, u32 tiles, u32 stride, u32 step_g, u32 step_scale, u32 scale_bytes) { \
         quantize<IN, FMT, SEARCH, MODE>(x, chunks, data, scale, tensor_amax, tensor_scale_out,   \
-                                        ScaleGeom{cols, magic, shift, row_tile_bytes, hcount, hmagic, hshift}); \
+                                        ScaleGeom{cols, magic, shift, row_tile_bytes, hcount, hmagic, hshift, \
+                                                  tiles, stride, step_g, step_scale, scale_bytes}); \
     }
 
 #define QUANT_INPUTS(OP, FMTNAME, FMT, SEARCH, MODENAME, MODE)                 \

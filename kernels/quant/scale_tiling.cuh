@@ -21,9 +21,14 @@ enum { MX = 0, NV = 1 };
 
 // The scale grid: blocks a row (cols), the magic number and shift that divide by it
 // (layout.rs: fast_div_magic), the bytes of one row of tiles, and the 64-block pieces of a row
-// (hcount) with the magic number and shift that divide by their count (Tiling's bands).
+// (hcount) with the magic number and shift that divide by their count (Tiling's bands), and
+// the bands' walk the host chose with the grid (layout.rs: BandWalk; zero in row order): the
+// tile count, the tiles between a CTA's consecutive tiles, the group index and scale byte
+// offset that stride moves (wrapping, negative when the tiles are taken from the end), and the
+// scale bytes (padding included), where a CTA's walk ends.
 struct ScaleGeom {
     u32 cols, magic, shift, row_tile_bytes, hcount, hmagic, hshift;
+    u32 tiles, stride, step_g, step_scale, scale_bytes;
 };
 
 // n / d for every n < 2^31 (Granlund-Montgomery; layout.rs: fast_div_magic): by cols, by hcount.
@@ -80,28 +85,37 @@ struct Tiling {
     static constexpr u32 TILE = QUANT_THREADS * UNROLL;
     static constexpr u32 BANDS_PER_TILE_ROW = SCALE_LAYOUT == 1 ? 16 : 1;
     static constexpr u32 TILE_ROWS = SCALE_LAYOUT == 1 ? 128 : 8;
-    u32 groups, rows, tiles;
-    // bands: this lane's row in the band and block in the 4 of a scale tile
-    u32 q, c;
+    u32 groups, tiles;
+    // The tile loop (quant.cu: tile_loop) takes a CTA's tiles blockIdx.x, + stride, + 2·stride,
+    // ..., stepping from one tile's place to the next by fixed offsets (step): an add or two a
+    // tile, where computing the place from the tile index took about forty instructions (the
+    // divisions, and the thread's part from threadIdx.x). Row order: the stride is the grid.
+    // Bands: it is the host's (ScaleGeom; the host launches a grid of the stride), a multiple
+    // of one tile row's tiles (BANDS_PER_TILE_ROW·H), so a CTA's tiles share their band within
+    // the tile row and their column range and lie whole tile rows apart.
+    u32 stride, step_g;
 
-    __device__ __forceinline__ Tiling(u32 groups_, const ScaleGeom& s) : groups(groups_) {
+    // `reverse`: the tiles are taken from the tensor's end (tile order tiles - 1 - tile).
+    __device__ __forceinline__ Tiling(u32 groups_, const ScaleGeom& s, bool reverse) : groups(groups_) {
         if constexpr (BANDS) {
-            rows = fast_div(groups, s);
-            const u32 lane = threadIdx.x & 31u;
-            c = lane & 3u;
-            q = SCALE_LAYOUT == 1 ? (lane >> 4) + ((lane >> 2) & 3u) * 32u : lane >> 2;
-            const u32 bands = (rows + TILE_ROWS - 1) / TILE_ROWS * BANDS_PER_TILE_ROW;
-            tiles = bands * s.hcount;
+            // none of an empty tensor (a load clamped to the last group would have none)
+            tiles = groups == 0 ? 0 : s.tiles;
+            stride = s.stride;
+            step_g = s.step_g;
         } else {
-            rows = 0, q = 0, c = 0;
             tiles = groups / TILE + (groups % TILE != 0);
+            stride = gridDim.x;
+            step_g = reverse ? 0u - gridDim.x * TILE : gridDim.x * TILE;
         }
     }
 
-    // Group u of this thread in CTA tile `tile`; `Where` holds what is per tile.
+    // This thread's place in a CTA tile: group 0's index (row order: the tile's first group
+    // plus the thread's) and, bands, its scale byte offset and the blocks left in its row from
+    // its block (signed). A group is there when its index is below the group count and, bands,
+    // its block is inside the row (for such a block the index alone tells whether its row is).
     struct Where {
-        u32 base;
-        u32 row0, col0, scale0;
+        u32 g, scale;
+        int cols_left;
     };
 
     __device__ __forceinline__ Where where(u32 tile, const ScaleGeom& s) const {
@@ -109,28 +123,36 @@ struct Tiling {
         if constexpr (BANDS) {
             const u32 band = fast_div_by(tile, s.hmagic, s.hshift), h = tile - band * s.hcount;
             const u32 tile_row = band / BANDS_PER_TILE_ROW, sector = band % BANDS_PER_TILE_ROW;
-            w.row0 = tile_row * TILE_ROWS + 2u * sector + q;
-            w.col0 = h * 64u + (threadIdx.x >> 5) * 4u + c;
-            w.scale0 = tile_row * s.row_tile_bytes + h * (16u * 4u * TILE_ROWS) + (threadIdx.x >> 5) * (4u * TILE_ROWS) +
-                       sector * 32u + (threadIdx.x & 31u);
-            w.base = 0;
+            // the lane's row in the band and block in the 4 of a scale tile
+            const u32 lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+            const u32 q = SCALE_LAYOUT == 1 ? (lane >> 4) + ((lane >> 2) & 3u) * 32u : lane >> 2;
+            const u32 row = tile_row * TILE_ROWS + 2u * sector + q, col = h * 64u + warp * 4u + (lane & 3u);
+            w.g = row * s.cols + col;
+            w.scale = tile_row * s.row_tile_bytes + h * (16u * 4u * TILE_ROWS) + warp * (4u * TILE_ROWS) +
+                      sector * 32u + lane;
+            w.cols_left = (int)s.cols - (int)col;
         } else {
-            w.base = tile * TILE + threadIdx.x;
-            w.row0 = w.col0 = w.scale0 = 0;
+            w.g = tile * TILE + threadIdx.x;
+            w.scale = 0;
+            w.cols_left = 0;
         }
         return w;
+    }
+
+    // The place in the tile `stride` tiles on from w's.
+    __device__ __forceinline__ Where step(const Where& w, const ScaleGeom& s) const {
+        return Where{w.g + step_g, w.scale + (BANDS ? s.step_scale : 0u), w.cols_left};
     }
 
     __device__ __forceinline__ GroupAt at(const Where& w, int u, const ScaleGeom& s) const {
         GroupAt a;
         if constexpr (BANDS) {
             // group u's scale tile is 8 tiles (32 blocks) to the right of group 0's
-            const u32 col = w.col0 + (u32)u * 32u;
-            a.valid = w.row0 < rows && col < s.cols;
-            a.g = w.row0 * s.cols + col;
-            a.scale = w.scale0 + (u32)u * (8u * 4u * TILE_ROWS);
+            a.g = w.g + (u32)u * 32u;
+            a.valid = a.g < groups && w.cols_left > u * 32;
+            a.scale = w.scale + (u32)u * (8u * 4u * TILE_ROWS);
         } else {
-            a.g = w.base + (u32)u * QUANT_THREADS;
+            a.g = w.g + (u32)u * QUANT_THREADS;
             a.valid = a.g < groups;
             a.scale = 0;
         }
@@ -139,9 +161,12 @@ struct Tiling {
 };
 
 // The UNROLL groups of this thread in a CTA tile, all loads issued before any value is used. A
-// group that does not exist loads group 0 instead (never stored, and no lane of another block
+// group that does not exist loads another instead (never stored, and no lane of another block
 // reads its values): unconditional loads, where zeroing the registers first took a move per
-// loaded word.
+// loaded word. Group 0 in general; the banded kernels of 16-bit inputs clamp the index to the
+// last group (a group past the row's end and inside the tensor loads as it is): one
+// instruction where a select of the index took three, its 64-bit product being selected. For
+// f32 the clamp kept the group count live through the tile, 80 -> 86 registers (2 CTAs an SM).
 template <class In, int FMT, int UNROLL>
 __device__ __forceinline__ void load_tile(const void* x, const Tiling<FMT, UNROLL>& tl,
                                           const typename Tiling<FMT, UNROLL>::Where& w, const ScaleGeom& s,
@@ -149,6 +174,10 @@ __device__ __forceinline__ void load_tile(const void* x, const Tiling<FMT, UNROL
 #pragma unroll
     for (int u = 0; u < UNROLL; u++) {
         const GroupAt a = tl.at(w, u, s);
-        raw[u] = In::load(x, a.valid ? a.g : 0u);
+        if (Tiling<FMT, UNROLL>::BANDS && sizeof(typename In::Raw) == 32) {
+            raw[u] = In::load(x, min(a.g, tl.groups - 1u));
+        } else {
+            raw[u] = In::load(x, a.valid ? a.g : 0u);
+        }
     }
 }

@@ -3,7 +3,7 @@
 
 use super::{
     Format, Quantized, ScaleGrid, ScaleLayout, Spec, check_non_finite, check_shape,
-    check_tensor_amax,
+    check_tensor_amax, layout::BandWalk,
 };
 use crate::codegen::nvrtc::{self, Output};
 use crate::device::cuda::{CudaBackend, DeviceBuffer, KernelArg, PtxModule};
@@ -41,9 +41,10 @@ pub fn unroll_16bit(format: Format) -> u64 {
 /// CTAs per SM that two-level NVFP4 of bf16 (one pass, no search) is launched with, each
 /// looping over about three tiles of an 8192×8192 tensor, where one CTA a tile repeats the
 /// kernel's prologue (the tensor scale, the geometry: 71 of about 510 instructions a tile).
-/// Measured on the H200 (reports/sm_90/quant/experiments/grid-fma-and-loop): 90-91% of the copy
-/// against 86-87% (linear), 84-85% against 79-81% (128x4 and 8x4); the other kernels run as
-/// fast or faster one CTA a tile, so they keep that.
+/// Measured on the H200 (reports/sm_90/quant/experiments/grid-fma-and-loop, band-walk): 89-91%
+/// of the copy against 85-87% (linear), 86-88% against 80-82% (128x4 and 8x4, where the grid is
+/// rounded down to whole tile rows: layout.rs, BandWalk); 10, 32 and 40 are slower or the same;
+/// the other kernels run as fast or faster one CTA a tile, so they keep that.
 const LOOPING_CTAS_PER_SM: u64 = 20;
 
 /// At most how many CTAs an SM the quantization grid has, each looping over tiles (None: one
@@ -333,18 +334,30 @@ impl<'a> QuantKernels<'a> {
         }
         let geom = buf.grid.kernel_geometry()?;
         let f = self.function(spec.scale_layout, &quant_entry(spec, buf.in_type))?;
-        let tiles = match (spec.format, buf.grid.layout.tile_rows()) {
-            // NVFP4 in a tiled layout: bands of 8 rows over 64 blocks (quant.cu: Tiling), 16
-            // bands a 128-row tile row.
-            (Format::Nvfp4, Some(tile_rows)) => {
-                (buf.grid.rows.div_ceil(tile_rows) * (tile_rows / 8) * geom.hcount as usize) as u64
-            }
-            _ => (chunks as u64).div_ceil(THREADS as u64 * buf.in_type.unroll(spec.format)),
-        }
-        .max(1);
-        let grid = match ctas_per_sm(spec, buf.in_type) {
-            Some(k) => tiles.min(self.backend.sm_count()? as u64 * k),
-            None => tiles,
+        let max_ctas = match ctas_per_sm(spec, buf.in_type) {
+            Some(k) => Some(self.backend.sm_count()? as u64 * k),
+            None => None,
+        };
+        // NVFP4 in a tiled layout: bands of 8 rows over 64 blocks, walked by whole tile rows
+        // (quant.cu: Tiling; layout.rs: BandWalk); otherwise tiles in row order, a CTA taking
+        // tiles b, b + grid, ...
+        let (grid, walk) = if spec.format == Format::Nvfp4 && buf.grid.layout != ScaleLayout::Linear
+        {
+            let walk = BandWalk::new(&buf.grid, &geom, max_ctas, spec.two_level())?;
+            (walk.grid as u64, walk)
+        } else {
+            let tiles = (chunks as u64)
+                .div_ceil(THREADS as u64 * buf.in_type.unroll(spec.format))
+                .max(1);
+            let none = BandWalk {
+                grid: 0,
+                tiles: 0,
+                stride: 0,
+                step_g: 0,
+                step_scale: 0,
+                scale_bytes: 0,
+            };
+            (max_ctas.map_or(tiles, |m| tiles.min(m)), none)
         };
         let Ok(grid) = u32::try_from(grid) else {
             bail!("grid of {grid} blocks is too large")
@@ -363,11 +376,16 @@ impl<'a> QuantKernels<'a> {
             KernelArg::U32(geom.hcount),
             KernelArg::U32(geom.hmagic),
             KernelArg::U32(geom.hshift),
+            KernelArg::U32(walk.tiles),
+            KernelArg::U32(walk.stride),
+            KernelArg::U32(walk.step_g),
+            KernelArg::U32(walk.step_scale),
+            KernelArg::U32(walk.scale_bytes),
         ];
-        // SAFETY: quantize(const void*, u32, u32*, u8*, const u32*, float*, u32 x7): data
+        // SAFETY: quantize(const void*, u32, u32*, u8*, const u32*, float*, u32 x12): data
         // holds `chunks` words, scale the grid's bytes (every block's offset lies inside it:
-        // layout.rs tests), amax and tensor_scale one word each; the grid covers `chunks` and
-        // the kernel bounds-checks the tail.
+        // layout.rs tests), amax and tensor_scale one word each; the grid (bands: with its
+        // walk, layout.rs tests) covers `chunks`, and the kernel bounds-checks the tail.
         unsafe { self.backend.launch(f, grid, THREADS, &args) }
     }
 

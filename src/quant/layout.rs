@@ -331,6 +331,18 @@ impl ScaleGrid {
         };
         let cols = u32::try_from(self.cols.max(1)).map_err(|_| too_big("a row", self.cols))?;
         u32::try_from(self.len()).map_err(|_| too_big("a scale tensor", self.len()))?;
+        // The banded kernels' group indices run to the padded rows' end and a band past the
+        // last block, and their walk ends by wrapping below 0 (BandWalk): 2^31 bytes less a
+        // band keep both inside 32 bits.
+        if self.layout != ScaleLayout::Linear
+            && self.len() + BAND_BLOCKS as usize > FAST_DIV_LIMIT as usize
+        {
+            bail!(
+                "a tiled scale tensor of {} bytes is more than the quantization kernels' bands \
+                 address (2^31 less {BAND_BLOCKS})",
+                self.len()
+            );
+        }
         if self.blocks() > FAST_DIV_LIMIT as usize {
             return Err(too_big("a tensor of blocks", self.blocks()));
         }
@@ -368,6 +380,64 @@ pub struct KernelGeometry {
 
 /// Blocks of a row one CTA tile of the banded NVFP4 kernels covers (16 scale tiles of 4).
 pub const BAND_BLOCKS: u32 = 64;
+
+/// How the banded NVFP4 kernels (quant.cu: `Tiling` with bands, `tile_loop`) walk their CTA
+/// tiles: `grid` CTAs, CTA b taking tiles b, b + stride, b + 2·stride, ... below `tiles` (in
+/// tile order tiles - 1 - t when the tiles are taken from the end). The stride is the grid and
+/// whole tile rows (a tile row is tile_rows / 8 bands of H tiles), so a CTA's tiles lie in one band of the tile
+/// row and one column range, whole tile rows apart: its groups move by `step_g` and its scale
+/// bytes by `step_scale` (wrapping; negative from the end), and its walk ends where its scale
+/// offset leaves the `scale_bytes` (from the end, by wrapping below 0 to at least 2^32 −
+/// step_scale, which is not below scale_bytes since they are at most 2^31: kernel_geometry).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BandWalk {
+    pub grid: u32,
+    pub tiles: u32,
+    pub stride: u32,
+    pub step_g: u32,
+    pub step_scale: u32,
+    pub scale_bytes: u32,
+}
+
+impl BandWalk {
+    /// The walk of `grid` (a tiled layout) with at most `max_ctas` CTAs (None: one CTA a tile):
+    /// the largest whole number of tile rows' tiles within it, at least one tile row.
+    pub fn new(
+        grid: &ScaleGrid,
+        k: &KernelGeometry,
+        max_ctas: Option<u64>,
+        reverse: bool,
+    ) -> Result<Self> {
+        let Some(tile_rows) = grid.layout.tile_rows() else {
+            bail!("the linear layout is quantized in row order, not in bands");
+        };
+        let row_tiles = (tile_rows / 8) as u64 * k.hcount as u64;
+        let tiles = grid.rows.div_ceil(tile_rows).max(1) as u64 * row_tiles;
+        let stride_rows = (max_ctas.map_or(tiles, |m| m.min(tiles)) / row_tiles).max(1);
+        // Within kernel_geometry's bounds every product below is exact and fits.
+        let u32_of = |v: u64| {
+            u32::try_from(v).map_err(|_| {
+                anyhow::anyhow!("a band walk of {v} is more than the kernels' 32-bit offsets hold")
+            })
+        };
+        let step_g = u32_of(stride_rows * tile_rows as u64 * k.cols as u64)?;
+        let step_scale = u32_of(stride_rows * k.row_tile_bytes as u64)?;
+        let (step_g, step_scale) = if reverse {
+            (step_g.wrapping_neg(), step_scale.wrapping_neg())
+        } else {
+            (step_g, step_scale)
+        };
+        let stride = u32_of(stride_rows * row_tiles)?;
+        Ok(BandWalk {
+            grid: stride,
+            tiles: u32_of(tiles)?,
+            stride,
+            step_g,
+            step_scale,
+            scale_bytes: u32_of(grid.len() as u64)?,
+        })
+    }
+}
 
 /// Block indices the kernels' division serves: below 2^31 (a tensor the kernels index has
 /// fewer than 2^35 elements, so fewer than 2^31 blocks of 16).

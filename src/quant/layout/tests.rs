@@ -289,41 +289,54 @@ fn the_kernels_arithmetic_gives_the_same_offsets() {
     }
 }
 
-/// The groups the banded NVFP4 kernels (quant.cu: `Tiling` with BANDS) store, as (row, block,
-/// scale offset): CTA tile C, warp w, lane l, group u, one step of the kernel a line.
-fn banded_stores(g: &ScaleGrid, k: &KernelGeometry) -> Vec<(usize, usize, usize)> {
+/// The groups the banded NVFP4 kernels (quant.cu: `Tiling` with BANDS, `tile_loop`) store, as
+/// (row, block, scale offset), on `walk`: CTA b's first tile is b (tiles - 1 - b from the
+/// end) and its place comes from the tile index (`where`); the next tiles' places are stepped,
+/// until the scale offset leaves the scale bytes. A group is stored when its index is below the
+/// group count and its block inside the row.
+fn banded_stores(
+    g: &ScaleGrid,
+    k: &KernelGeometry,
+    walk: &BandWalk,
+    reverse: bool,
+) -> Vec<(usize, usize, usize)> {
     let (tile_rows, bands_per_tile_row) = match g.layout {
         ScaleLayout::Tiled128x4 => (128u32, 16u32),
         ScaleLayout::Tiled8x4 => (8, 1),
         ScaleLayout::Linear => unreachable!("linear scales are stored in row order"),
     };
-    let rows = fast_div((g.rows * g.cols) as u32, k.magic, k.shift);
-    let bands = rows.div_ceil(tile_rows) * bands_per_tile_row;
+    let groups = (g.rows * g.cols) as u32;
     let mut out = Vec::new();
-    for tile in 0..bands * k.hcount {
+    for cta in 0..walk.grid.min(walk.tiles) {
+        let tile = if reverse { walk.tiles - 1 - cta } else { cta };
         let band = fast_div(tile, k.hmagic, k.hshift);
         let h = tile - band * k.hcount;
         let (tile_row, sector) = (band / bands_per_tile_row, band % bands_per_tile_row);
         for thread in 0..256u32 {
             let (warp, lane) = (thread >> 5, thread & 31);
-            let c = lane & 3;
             let q = match g.layout {
                 ScaleLayout::Tiled128x4 => (lane >> 4) + ((lane >> 2) & 3) * 32,
                 _ => lane >> 2,
             };
-            let row0 = tile_row * tile_rows + 2 * sector + q;
-            let col0 = h * 64 + warp * 4 + c;
-            let scale0 = tile_row * k.row_tile_bytes
+            let row = tile_row * tile_rows + 2 * sector + q;
+            let col = h * 64 + warp * 4 + (lane & 3);
+            let mut gi = row * k.cols + col;
+            let mut scale = tile_row * k.row_tile_bytes
                 + h * (16 * 4 * tile_rows)
                 + warp * (4 * tile_rows)
                 + sector * 32
                 + lane;
-            for u in 0..2 {
-                let col = col0 + u * 32;
-                if row0 < rows && col < k.cols {
-                    let scale = scale0 + u * (8 * 4 * tile_rows);
-                    out.push((row0 as usize, col as usize, scale as usize));
+            let cols_left = k.cols as i64 - col as i64;
+            while scale < walk.scale_bytes {
+                for u in 0..2u32 {
+                    let gu = gi.wrapping_add(u * 32);
+                    if gu < groups && cols_left > (u * 32) as i64 {
+                        let s = scale + u * (8 * 4 * tile_rows);
+                        out.push(((gu / k.cols) as usize, (gu % k.cols) as usize, s as usize));
+                    }
                 }
+                gi = gi.wrapping_add(walk.step_g);
+                scale = scale.wrapping_add(walk.step_scale);
             }
         }
     }
@@ -334,14 +347,57 @@ fn banded_stores(g: &ScaleGrid, k: &KernelGeometry) -> Vec<(usize, usize, usize)
 fn banded_kernels_store_every_scale_once_where_the_layout_puts_it() {
     for (g, shape) in grids().filter(|(g, _)| g.layout != ScaleLayout::Linear) {
         let k = g.kernel_geometry().unwrap();
-        let mut stores = banded_stores(&g, &k);
-        for &(r, c, off) in &stores {
-            assert_eq!(off, g.offset(r, c), "{:?} {shape:?} ({r}, {c})", g.layout);
-        }
-        stores.sort();
+        let row_tiles = (g.layout.tile_rows().unwrap() / 8) as u64 * k.hcount as u64;
         let want: Vec<_> = cells(&g).map(|(r, c)| (r, c, g.offset(r, c))).collect();
-        assert_eq!(stores, want, "{:?} {shape:?}", g.layout);
-        // A warp's group writes 32 consecutive bytes: whole sectors where the rows exist.
-        assert!(stores.iter().all(|&(_, _, off)| off < g.len()));
+        // one CTA a tile; caps below one tile row, between tile rows, and of several rows
+        for max_ctas in [None, Some(1), Some(row_tiles + 1), Some(3 * row_tiles + 5)] {
+            for reverse in [false, true] {
+                let walk = BandWalk::new(&g, &k, max_ctas, reverse).unwrap();
+                let name = format!(
+                    "{:?} {shape:?} cap {max_ctas:?} reverse {reverse}",
+                    g.layout
+                );
+                assert_eq!(walk.stride as u64 % row_tiles, 0, "{name}");
+                assert!(
+                    walk.grid == walk.stride && walk.grid <= walk.tiles,
+                    "{name}"
+                );
+                let mut stores = banded_stores(&g, &k, &walk, reverse);
+                for &(r, c, off) in &stores {
+                    assert_eq!(off, g.offset(r, c), "{name}: ({r}, {c})");
+                }
+                stores.sort();
+                assert_eq!(stores, want, "{name}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_band_walk_from_the_end_leaves_the_scale_bytes_at_the_largest_grids() {
+    // The largest tiled grids kernel_geometry takes: a reverse walk's step below 0 wraps to at
+    // least its step (2^32 less the tile rows' bytes), past the scale bytes; a tile row more is
+    // refused.
+    for layout in [ScaleLayout::Tiled128x4, ScaleLayout::Tiled8x4] {
+        let tile_rows = layout.tile_rows().unwrap();
+        let cols = 4 * 1024;
+        let rows =
+            ((FAST_DIV_LIMIT as usize - BAND_BLOCKS as usize) / cols) / tile_rows * tile_rows;
+        let g = ScaleGrid { layout, rows, cols };
+        let k = g.kernel_geometry().unwrap();
+        for max_ctas in [None, Some(1)] {
+            let walk = BandWalk::new(&g, &k, max_ctas, true).unwrap();
+            assert!(
+                walk.step_scale >= walk.scale_bytes,
+                "{layout:?} {max_ctas:?}"
+            );
+        }
+        let over = ScaleGrid {
+            layout,
+            rows: rows + tile_rows,
+            cols,
+        };
+        let err = over.kernel_geometry().unwrap_err().to_string();
+        assert!(err.contains("tiled scale tensor"), "{err}");
     }
 }
