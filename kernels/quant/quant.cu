@@ -675,8 +675,9 @@ __device__ __forceinline__ void quantize(const void* x, u32 chunks, u32* data, u
     // CTA tiles of QUANT_THREADS·UNROLL groups (Tiling); a CTA takes tiles blockIdx.x, +
     // stride, ... (the host launches one CTA per tile, except two-level NVFP4 of bf16, whose
     // grid it caps so that CTAs loop and pay the prologue once for several tiles: cuda.rs,
-    // LOOPING_CTAS_PER_SM; in bands, to whole tile rows: layout.rs, BandWalk). The tile size is a compile-time power of two: with blockDim.x it
-    // would be a 64-bit division ahead of every load. Two-level: tiles are taken from the
+    // LOOPING_CTAS_PER_SM; in bands, to whole tile rows: layout.rs, BandWalk). The tile size
+    // is a compile-time power of two: with blockDim.x it would be a 64-bit division ahead of
+    // every load. Two-level: tiles are taken from the
     // tensor's end, which the amax pass (finite_amax) read last and left in L2.
     const Tiling<FMT, UNROLL> tl(chunks / CHUNKS, geom, two_level);
     if constexpr (!NICE2) {

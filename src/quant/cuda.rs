@@ -338,26 +338,21 @@ impl<'a> QuantKernels<'a> {
             Some(k) => Some(self.backend.sm_count()? as u64 * k),
             None => None,
         };
-        // NVFP4 in a tiled layout: bands of 8 rows over 64 blocks, walked by whole tile rows
-        // (quant.cu: Tiling; layout.rs: BandWalk); otherwise tiles in row order, a CTA taking
-        // tiles b, b + grid, ...
+        // NVFP4 in a tiled layout: bands of 8 rows over 64 blocks, walked by whole tile rows, a
+        // grid of the walk's stride (quant.cu: Tiling; layout.rs: BandWalk); otherwise tiles in
+        // row order, a CTA taking tiles b, b + grid, ... (the walk's arguments zero)
         let (grid, walk) = if spec.format == Format::Nvfp4 && buf.grid.layout != ScaleLayout::Linear
         {
             let walk = BandWalk::new(&buf.grid, &geom, max_ctas, spec.two_level())?;
-            (walk.grid as u64, walk)
+            (walk.stride as u64, walk)
         } else {
             let tiles = (chunks as u64)
                 .div_ceil(THREADS as u64 * buf.in_type.unroll(spec.format))
                 .max(1);
-            let none = BandWalk {
-                grid: 0,
-                tiles: 0,
-                stride: 0,
-                step_g: 0,
-                step_scale: 0,
-                scale_bytes: 0,
-            };
-            (max_ctas.map_or(tiles, |m| tiles.min(m)), none)
+            (
+                max_ctas.map_or(tiles, |m| tiles.min(m)),
+                BandWalk::default(),
+            )
         };
         let Ok(grid) = u32::try_from(grid) else {
             bail!("grid of {grid} blocks is too large")
