@@ -70,9 +70,15 @@ struct GroupAt {
 // offset takes a division by the row length.
 // Bands (NVFP4 in 128x4 and 8x4, NV_BANDS=1): a CTA tile is the 8 rows whose scales share a
 // 32-byte sector of a scale tile (128x4: rows 2k, 2k + 1, 2k + 32, ..., 2k + 97 of a tile row;
-// 8x4: the tile row's 8 rows) over 64 blocks of the row, 16 scale tiles side by side: warp w's
-// group u covers one scale tile (u·8 + w among the 16), lane l its byte k·32 + l, so every
-// warp's scale store is one whole sector, and its loads are 8 rows of 4 consecutive groups.
+// 8x4: the tile row's 8 rows) over 64 blocks of the row, 16 scale tiles side by side. Warp w
+// covers blocks 8w ... 8w + 7 (scale tiles 2w and 2w + 1) of the 8 rows: lane l block
+// 8w + l mod 8 of row l / 8 of the band's first 4 rows (128x4: 2k + 32i; 8x4: i) in group 0
+// and of the next 4 (128x4: 2k + 1 + 32i; 8x4: 4 + i) in group 1, whose scale bytes are the
+// two 16-byte halves of the tiles' sectors: a load reads 4 rows × 256 bytes (bf16), and a
+// warp's two scale stores fill two whole sectors. Warps of 8 rows × 4 blocks a load (one
+// sector a store) ran 1-2 points of the copy slower, and a warp a row (1 KB a load; a store
+// putting 4 bytes into each of 8 sectors) slower than both (reports/sm_90/quant/experiments/
+// band-rows).
 // Tile C is band C / H (H = ⌈cols / 64⌉, a run-time divisor: geom.hmagic, geom.hshift) and
 // column range C mod H; a band is tile row b / 16 (128x4) and its sector b mod 16.
 #ifndef NV_BANDS
@@ -123,13 +129,13 @@ struct Tiling {
         if constexpr (BANDS) {
             const u32 band = fast_div_by(tile, s.hmagic, s.hshift), h = tile - band * s.hcount;
             const u32 tile_row = band / BANDS_PER_TILE_ROW, sector = band % BANDS_PER_TILE_ROW;
-            // the lane's row in the band and block in the 4 of a scale tile
             const u32 lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
-            const u32 q = SCALE_LAYOUT == 1 ? (lane >> 4) + ((lane >> 2) & 3u) * 32u : lane >> 2;
-            const u32 row = tile_row * TILE_ROWS + 2u * sector + q, col = h * 64u + warp * 4u + (lane & 3u);
+            // group 0's row among the band's first 4, its block (Bands above)
+            const u32 i = lane >> 3, q = SCALE_LAYOUT == 1 ? 32u * i : i;
+            const u32 row = tile_row * TILE_ROWS + 2u * sector + q, col = h * 64u + warp * 8u + (lane & 7u);
             w.g = row * s.cols + col;
-            w.scale = tile_row * s.row_tile_bytes + h * (16u * 4u * TILE_ROWS) + warp * (4u * TILE_ROWS) +
-                      sector * 32u + lane;
+            w.scale = tile_row * s.row_tile_bytes + h * (16u * 4u * TILE_ROWS) +
+                      (2u * warp + ((lane >> 2) & 1u)) * (4u * TILE_ROWS) + sector * 32u + 4u * i + (lane & 3u);
             w.cols_left = (int)s.cols - (int)col;
         } else {
             w.g = tile * TILE + threadIdx.x;
@@ -147,10 +153,10 @@ struct Tiling {
     __device__ __forceinline__ GroupAt at(const Where& w, int u, const ScaleGeom& s) const {
         GroupAt a;
         if constexpr (BANDS) {
-            // group u's scale tile is 8 tiles (32 blocks) to the right of group 0's
-            a.g = w.g + (u32)u * 32u;
-            a.valid = a.g < groups && w.cols_left > u * 32;
-            a.scale = w.scale + (u32)u * (8u * 4u * TILE_ROWS);
+            // group u: the same block, u rows on (128x4) or 4u (8x4), 16u bytes on in the sector
+            a.g = w.g + (u32)u * (SCALE_LAYOUT == 1 ? s.cols : 4u * s.cols);
+            a.valid = a.g < groups && w.cols_left > 0;
+            a.scale = w.scale + (u32)u * 16u;
         } else {
             a.g = w.g + (u32)u * QUANT_THREADS;
             a.valid = a.g < groups;

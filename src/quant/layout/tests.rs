@@ -313,25 +313,29 @@ fn banded_stores(
         let h = tile - band * k.hcount;
         let (tile_row, sector) = (band / bands_per_tile_row, band % bands_per_tile_row);
         for thread in 0..256u32 {
+            // group 0 in the band's first 4 rows (128x4: 2k + 32i; 8x4: i), group 1 a row on
+            // (128x4) or 4 rows on (8x4), 16 bytes on in the scale sector
             let (warp, lane) = (thread >> 5, thread & 31);
-            let q = match g.layout {
-                ScaleLayout::Tiled128x4 => (lane >> 4) + ((lane >> 2) & 3) * 32,
-                _ => lane >> 2,
+            let i = lane >> 3;
+            let (q, next_row) = match g.layout {
+                ScaleLayout::Tiled128x4 => (32 * i, 1),
+                _ => (i, 4),
             };
             let row = tile_row * tile_rows + 2 * sector + q;
-            let col = h * 64 + warp * 4 + (lane & 3);
+            let col = h * 64 + warp * 8 + (lane & 7);
             let mut gi = row * k.cols + col;
             let mut scale = tile_row * k.row_tile_bytes
                 + h * (16 * 4 * tile_rows)
-                + warp * (4 * tile_rows)
+                + (2 * warp + ((lane >> 2) & 1)) * (4 * tile_rows)
                 + sector * 32
-                + lane;
+                + 4 * i
+                + (lane & 3);
             let cols_left = k.cols as i64 - col as i64;
             while scale < walk.scale_bytes {
                 for u in 0..2u32 {
-                    let gu = gi.wrapping_add(u * 32);
-                    if gu < groups && cols_left > (u * 32) as i64 {
-                        let s = scale + u * (8 * 4 * tile_rows);
+                    let gu = gi.wrapping_add(u * next_row * k.cols);
+                    if gu < groups && cols_left > 0 {
+                        let s = scale + u * 16;
                         out.push(((gu / k.cols) as usize, (gu % k.cols) as usize, s as usize));
                     }
                 }
