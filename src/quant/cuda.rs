@@ -44,8 +44,8 @@ pub fn unroll_16bit(format: Format) -> u64 {
 /// Measured on the H200 (reports/sm_90/quant/experiments/grid-fma-and-loop, band-walk,
 /// band-rows): 90-91% of the copy against 85-87% (linear), 86-88% against 80-82% (128x4 and
 /// 8x4, where the grid is rounded down to whole tile rows: layout.rs, BandWalk); 3 to 16, 32
-/// and 40 are slower, 24 the same; the other kernels run as fast or faster one CTA a tile, so
-/// they keep that.
+/// and 40 are slower, 19 to 28 within a point; the other kernels run as fast or faster one CTA
+/// a tile, so they keep that.
 const LOOPING_CTAS_PER_SM: u64 = 20;
 
 /// At most how many CTAs an SM the quantization grid has, each looping over tiles (None: one
