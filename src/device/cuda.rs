@@ -1130,35 +1130,8 @@ impl CudaBackend {
     ) -> Result<()> {
         drv(self.ctx.bind_to_thread(), "binding the CUDA context")?;
         let mut params = Params::new(args);
-        let call = match after {
-            After::Completion => "cuLaunchKernel",
-            After::Trigger => "cuLaunchKernelEx(programmatic dependent)",
-        };
-        let what = format!(
-            "{call}(grid {grid:?}, block {block:?}, {smem_bytes} bytes dynamic shared memory)"
-        );
-        if after == After::Completion {
-            // SAFETY: the caller guarantees `args` matches the kernel; `params` points into
-            // its own slots, which outlive the call (the driver copies parameters at launch).
-            return check(
-                unsafe {
-                    sys::cuLaunchKernel(
-                        f,
-                        grid.0,
-                        grid.1,
-                        grid.2,
-                        block.0,
-                        block.1,
-                        1,
-                        smem_bytes,
-                        stream,
-                        params.ptrs.as_mut_ptr(),
-                        std::ptr::null_mut(),
-                    )
-                },
-                &what,
-            );
-        }
+        // One call for both: cuLaunchKernelEx with no attribute is cuLaunchKernel; a
+        // programmatic dependent adds the one that lets it start before the kernel ahead ends.
         // The value's bytes zeroed, then the field the attribute's id names.
         let mut value = sys::CUlaunchAttributeValue { pad: [0; 64] };
         value.programmaticStreamSerializationAllowed = 1;
@@ -1166,6 +1139,10 @@ impl CudaBackend {
             id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
             pad: [0; 4],
             value,
+        };
+        let (call, num_attrs) = match after {
+            After::Completion => ("cuLaunchKernelEx", 0),
+            After::Trigger => ("cuLaunchKernelEx(programmatic dependent)", 1),
         };
         let config = sys::CUlaunchConfig {
             gridDimX: grid.0,
@@ -1177,11 +1154,15 @@ impl CudaBackend {
             sharedMemBytes: smem_bytes,
             hStream: stream,
             attrs: &mut attr,
-            numAttrs: 1,
+            numAttrs: num_attrs,
         };
-        // SAFETY: the caller guarantees `args` matches the kernel and that it waits on the
-        // kernel before it (griddepcontrol.wait); `config` and the attribute it points to live
-        // through the call, `params` as above.
+        let what = format!(
+            "{call}(grid {grid:?}, block {block:?}, {smem_bytes} bytes dynamic shared memory)"
+        );
+        // SAFETY: the caller guarantees `args` matches the kernel and, with After::Trigger,
+        // that it waits on the kernel before it (griddepcontrol.wait); `config` and the
+        // attribute it points to live through the call; `params` points into its own slots,
+        // which outlive the call (the driver copies parameters at launch).
         check(
             unsafe {
                 sys::cuLaunchKernelEx(&config, f, params.ptrs.as_mut_ptr(), std::ptr::null_mut())
