@@ -94,12 +94,31 @@ fn grouped_query_attention_on_every_native_path() {
                     let (kr, vr) = (repeat_heads(&s, &k), repeat_heads(&s, &v));
                     let repeated = prequantize(&mha, &q, &kr, &vr, false, format).unwrap();
                     let out_mha = kernel.run(&repeated).unwrap();
-                    assert!(
-                        out.iter()
-                            .zip(&out_mha)
-                            .all(|(a, b)| a.to_bits() == b.to_bits()),
-                        "{what}: differs from multi-head attention with K/V repeated"
-                    );
+                    if kernel.variant_for(&s, format) == kernel.variant_for(&mha, format) {
+                        assert!(
+                            out.iter()
+                                .zip(&out_mha)
+                                .all(|(a, b)| a.to_bits() == b.to_bits()),
+                            "{what}: differs from multi-head attention with K/V repeated"
+                        );
+                    } else {
+                        // The FP8 body widens K/V once from 8 row blocks per K/V head
+                        // (paths::fp8_widen_once), with other key tiles at d = 128, so the
+                        // repeated heads run another variant: each equals its own reference,
+                        // and the two agree to the same tolerance.
+                        let c_mha = Comparison::new(&out_mha, &reference_of(path, &repeated));
+                        let c_both = Comparison::new(&out, &out_mha);
+                        eprintln!(
+                            "{what}: repeated K/V run another variant: vs its reference {c_mha}, \
+                             vs the grouped run {c_both}"
+                        );
+                        for c in [c_mha, c_both] {
+                            assert!(
+                                c.cosine >= min_cos && c.relative_error <= max_rel,
+                                "{what}, repeated K/V: {c}"
+                            );
+                        }
+                    }
                     n += 1;
                 }
             }
