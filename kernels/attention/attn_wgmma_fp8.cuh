@@ -73,6 +73,12 @@
 #define ATTN_FP8_SMEM_WEIGHTS 1
 #endif
 
+// The head_dim whose O leaves through shared memory and bulk tensor stores (Geo8::O_TMA; the
+// host's FP8_O_TMA_HEAD_DIM in src/attention/paths.rs, which sizes the shared memory by it).
+#ifndef ATTN_FP8_O_TMA_D
+#define ATTN_FP8_O_TMA_D 128
+#endif
+
 // Keys per tile at D = 128 (the host's Variant::keys_per_tile sets it).
 #ifndef ATTN_FP8_BC_D128
 #define ATTN_FP8_BC_D128 64
@@ -122,7 +128,7 @@ struct Geo8 {
     // O leaves through shared memory and bulk tensor stores (store_rows_tma) at D = 128; at
     // D = 64, where a segment's end costs less, 8-byte stores from registers (store_rows) ran
     // faster on the H200 (reports/sm_90/attention/experiments/fp8-o-tma).
-    static constexpr bool O_TMA = D == 128;
+    static constexpr bool O_TMA = D == ATTN_FP8_O_TMA_D;
     // How far a row's running maximum may trail the tile's before it moves (and O is
     // rescaled): 1 at D = 64, where it ran 3-4% faster on the H200, 0 at D = 128, where it
     // ran 1% slower (reports/sm_90/attention/experiments/fp8-softmax-issue). P's scale is

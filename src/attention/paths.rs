@@ -289,7 +289,7 @@ impl Variant {
         let q = rows * head_dim;
         match self.path {
             KernelPath::Wgmma => 2 * (2 * q) + self.stages() * (2 * keys * head_dim * 2),
-            KernelPath::WgmmaFp8 if head_dim == 128 => {
+            KernelPath::WgmmaFp8 if head_dim == FP8_O_TMA_HEAD_DIM => {
                 2 * q
                     + self.stages() * (2 * keys * head_dim).next_multiple_of(1024)
                     + (8 * keys).next_multiple_of(1024)
@@ -313,6 +313,9 @@ impl Variant {
         }
         if self.path.is_fp8() && experiment_define("ATTN_STAGES").is_none() {
             d.push(format!("ATTN_STAGES={}", self.stages()));
+        }
+        if self.path.is_fp8() {
+            d.push(format!("ATTN_FP8_O_TMA_D={FP8_O_TMA_HEAD_DIM}"));
         }
         if self.path.is_fp8() && experiment_define("ATTN_FP8_BC_D128").is_none() {
             d.push(format!("ATTN_FP8_BC_D128={}", self.keys_per_tile(128)));
@@ -458,6 +461,12 @@ const FP8_ONCE_STAGES: usize = 4;
 /// S = 16384 757–760 against 987–993, 707–723 against 771–819. With the producer at 56
 /// registers (the consumers at 224), 128 keys ran 735–745 and 892–906 without the mask.
 const FP8_ONCE_KEYS_D128: usize = 128;
+
+/// The head_dim whose O the FP8 body stores through per-warp shared-memory slabs and bulk
+/// tensor stores (`Geo8::O_TMA` in attn_wgmma_fp8.cuh, given as `ATTN_FP8_O_TMA_D`), which
+/// `dynamic_smem` sizes the slabs and the ring's ones atom for: 128; at 64 stores from registers
+/// ran faster (reports/sm_90/attention/experiments/fp8-o-tma).
+const FP8_O_TMA_HEAD_DIM: usize = 128;
 
 /// Keys per tile of the FP8 body's variant for `s` (the one `Variant::pick` takes from
 /// `KernelPath::WgmmaFp8.variants()`): its reference sums l per tile of that many keys.
