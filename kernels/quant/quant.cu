@@ -558,9 +558,10 @@ __device__ __forceinline__ void quantize_tile(const typename In::Raw (&raw)[UNRO
     constexpr int TPB = (FMT == MX ? 32 : 16) / In::N;  // lanes per quantization block
     const bool two_level = FMT == NV && mode == 2;
     // NICE2: the block scale bytes of the tile's groups first, then one vote a tile on the clamp
-    // at 6 (any lane's block at 448, or NaN): 429 instructions a tile where a vote a group took
-    // 434 linear and 441 in the tiled layouts; 90-91 / 86-87 / 88% of the copy against 89-90 /
-    // 86 / 87% (linear / 128x4 / 8x4, H200: reports/sm_90/quant/experiments/band-walk).
+    // at 6 (any lane's block at 448, or NaN): on the lanes of reports/sm_90/quant/experiments/
+    // band-walk, 429 instructions a tile where a vote a group took 434 linear and 441 in the
+    // tiled layouts; 90-91 / 86-87 / 88% of the copy against 89-90 / 86 / 87% (linear / 128x4 /
+    // 8x4, H200).
     u32 nice_bytes[UNROLL];
     bool clamp = false;
     if constexpr (NICE2) {
@@ -622,14 +623,15 @@ __device__ __forceinline__ void quantize_tile(const typename In::Raw (&raw)[UNRO
     }
 }
 
-// This CTA's tiles tile, tile + stride, ... (Tiling; raw and where: the first, loaded), in
-// the order of `reverse`, each tile's place stepped from the last one's. Loading the next tile
+// This CTA's tiles tile, tile + stride, ... (Tiling; raw and where: the first, loaded), each
+// tile's place stepped from the last one's (Tiling::step, which walks from the end where the
+// tiles are taken from there). Loading the next tile
 // before encoding this one (registers for two tiles, the grid capped at 5 CTAs an SM so CTAs
 // loop) measured slower: bf16 two-level NVFP4 60% of the copy against 81% (reports/sm_90/quant/
 // experiments/nice-loop-and-prefetch); so did copying it into a shared-memory ring with
 // cp.async, 75-78% (experiments/ring): the kernel is bound by its instructions, not by its loads.
 template <class In, int FMT, bool SEARCH, u32 MODE, bool NICE2, int UNROLL>
-__device__ __forceinline__ void tile_loop(const void* x, const Tiling<FMT, UNROLL>& tl, u32 tile, bool reverse,
+__device__ __forceinline__ void tile_loop(const void* x, const Tiling<FMT, UNROLL>& tl, u32 tile,
                                           typename In::Raw (&raw)[UNROLL], typename Tiling<FMT, UNROLL>::Where where,
                                           const TensorScale& ts, u32* data, u8* scale, const ScaleGeom& geom) {
     if constexpr (Tiling<FMT, UNROLL>::BANDS) {
@@ -697,9 +699,9 @@ __device__ __forceinline__ void quantize(const void* x, u32 chunks, u32* data, u
         if (two_level) ts = tensor_scale_of(*tensor_amax);
         // NICE2: the loop a second time, for a nice tensor scale.
         if (NICE2 && ts.nice) {
-            tile_loop<In, FMT, SEARCH, MODE, NICE2>(x, tl, tile, two_level, raw, where, ts, data, scale, geom);
+            tile_loop<In, FMT, SEARCH, MODE, NICE2>(x, tl, tile, raw, where, ts, data, scale, geom);
         } else {
-            tile_loop<In, FMT, SEARCH, MODE, false>(x, tl, tile, two_level, raw, where, ts, data, scale, geom);
+            tile_loop<In, FMT, SEARCH, MODE, false>(x, tl, tile, raw, where, ts, data, scale, geom);
         }
     }
     // CTA 0 has a tile unless the tensor is empty.

@@ -384,11 +384,12 @@ pub const BAND_BLOCKS: u32 = 64;
 /// How the banded NVFP4 kernels (quant.cu: `Tiling` with bands, `tile_loop`) walk their CTA
 /// tiles: a grid of `stride` CTAs, CTA b taking tiles b, b + stride, b + 2·stride, ... below
 /// `tiles` (in tile order tiles - 1 - t when the tiles are taken from the end). The stride is
-/// whole tile rows (a tile row is tile_rows / 8 bands of H tiles), so a CTA's tiles lie in one band of the tile
-/// row and one column range, whole tile rows apart: its groups move by `step_g` and its scale
-/// bytes by `step_scale` (wrapping; negative from the end), and its walk ends where its scale
-/// offset leaves the `scale_bytes` (from the end, by wrapping below 0 to at least 2^32 −
-/// step_scale, which is not below scale_bytes since they are at most 2^31: kernel_geometry).
+/// whole tile rows (a tile row is tile_rows / 8 bands of H tiles), so a CTA's tiles lie in one
+/// band of the tile row and one column range, whole tile rows apart: its groups move by
+/// `step_g` and its scale bytes by `step_scale` (wrapping; negative from the end), and its walk
+/// ends where its scale offset leaves the `scale_bytes` (from the end, by wrapping below 0 to
+/// at least 2^32 − step_scale, which is not below scale_bytes since they are at most 2^31:
+/// kernel_geometry).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct BandWalk {
     pub tiles: u32,
