@@ -45,8 +45,8 @@ ATTN_ENTRY(attn_nvfp4_d256, 256, attn::NV)
 #endif
 #endif
 
-#if defined(ATTN_TIMELINE) && defined(ATTN_WGMMA_FP8)
-// The FP8 body's timeline of its last launch (attn_wgmma_pipeline.cuh), printed by one thread.
+#if defined(ATTN_TIMELINE) && (defined(ATTN_WGMMA) || defined(ATTN_WGMMA_FP8))
+// A wgmma body's timeline of its last launch (attn_wgmma_pipeline.cuh), printed by one thread.
 extern "C" __global__ void attn_timeline_print() { attn::wg::tl_print_all(); }
 #endif
 

@@ -259,7 +259,7 @@ FP4PROBE_HD constexpr bool q_ahead() {
 // cp.async staged it during the segment before: the next segment's Work and Q are started
 // after the segment's first STAGES tiles, once the consumers have released the other Q buffer.
 // Q's global loads and the schedule's arithmetic were the producer's largest step at a segment
-// start (about 5,600 cycles in an ATTN_TRACE trace on the H100), where it has no lead on the consumers.
+// start (about 5,600 cycles in a trace of one CTA on the H100), where it has no lead on the consumers.
 template <int D, int FMT>
 __device__ __forceinline__ void produce(int Sq, int Sk, int causal, u32 bh_count, unsigned char* q_tiles, Work* works,
                                         unsigned char* stages, FullBarriers* full, const Operands& op, int t) {
@@ -281,11 +281,10 @@ __device__ __forceinline__ void produce(int Sq, int Sk, int causal, u32 bh_count
     }
     const int Skp = op.Skp;
     int ring = 0, seg = 0;
-    TR(const long long tr0 = tr_clk(); long long tr_wait = 0;)
+    TL(TlMarks tm;)
     for (;; ++seg) {
-        TR(const long long ta = tr_clk();)
+        TL(tl_reset(tm); tm.v[0] = tl_clk();)
         if (!AHEAD && seg >= 2) bar_sync(bar_q_empty(seg & 1), THREADS);  // (AHEAD: in the segment before)
-        TR(const long long tb = tr_clk();)
         if (t == 0) {
             if (AHEAD)
                 works[seg & 1] = ahead;
@@ -293,9 +292,10 @@ __device__ __forceinline__ void produce(int Sq, int Sk, int causal, u32 bh_count
                 next_work(&sched, &cursor, &works[seg & 1]);
         }
         bar_sync(bar_producer(), 128);
-        TR(const long long tc_ = tr_clk();)
+        TL(tm.v[1] = tl_clk();)
         const Work sg = works[seg & 1];
         if (sg.tiles == 0) break;
+        TL(tm.rb = sg.rb, tm.t0 = sg.t0, tm.t1 = sg.t1;)
         const HeadOffsets at = head_offsets<D, FMT>(sg.bh, Sq, Sk, Skp, op.kv_group);
         const u8 *k_data = op.k_data + at.k_data, *k_scale = op.k_scale + at.k_scale;
         const u8 *v_data = op.v_data + at.v_data, *v_scale = op.v_scale + at.v_scale;
@@ -341,16 +341,17 @@ __device__ __forceinline__ void produce(int Sq, int Sk, int causal, u32 bh_count
         }
         fence_async_smem();
         mbar_arrive(&full->q[seg & 1]);
-        TR(const long long td = tr_clk();)
+        TL(tm.v[2] = tl_clk();)
         // Tile j from tc into the ring, once its stage is free.
         auto put_tile = [&]() {
             const int s = ring % STAGES;
-            TR(const long long tw = tr_clk();)
+            TL(const long long tw = tl_clk();)
             if (ring >= STAGES) bar_sync(bar_empty(s), THREADS);
-            TR(tr_wait += tr_clk() - tw;)
+            TL(tm.v[6] += tl_clk() - tw;)
             store<D, FMT>(tc, stages + s * Geo<D>::STAGE_BYTES, t);
             fence_async_smem();
             mbar_arrive(&full->stage[s]);
+            TL(if (tm.v[3] == 0) tm.v[3] = tl_clk();)
             ++ring;
         };
         if (!AHEAD) {
@@ -381,15 +382,14 @@ __device__ __forceinline__ void produce(int Sq, int Sk, int causal, u32 bh_count
                 put_tile();
             }
         }
-        TR(if (TR_ON) printf("P seg %d tiles %d start %lld qempty %lld work %lld q %lld tiles_end %lld empty_wait %lld\n", seg,
-                             sg.t1 - sg.t0, ta - tr0, tb - ta, tc_ - tb, td - tc_, tr_clk() - td, tr_wait);
-           tr_wait = 0;)
+        TL(tm.v[4] = tl_clk(); tl_keep(tm, 0, seg, t);)
     }
     // The end (the Work of no tiles, in slot seg & 1) told; take the consumers' last releases,
     // so no named barrier is left half-arrived.
     mbar_arrive(&full->q[seg & 1]);
     for (int r = max(ring - STAGES, 0); r < ring; ++r) bar_sync(bar_empty(r % STAGES), THREADS);
     if (seg >= 1) bar_sync(bar_q_empty((seg - 1) & 1), THREADS);
+    TL(tl_end(seg, Sq, causal, FMT, t);)
 }
 
 // ---- the consumers -----------------------------------------------------------------------
@@ -515,7 +515,7 @@ __device__ __forceinline__ void issue_pv(float (&o)[Wgmma<D>::regs], const u32 (
 // them changes no value. The others it passes through (pass_through).
 template <int D, int FMT>
 __device__ __forceinline__ void consume(u32 q_addr, u32 st_addr, const FullBarriers* full, int ring0, const Work& sg, int Sq,
-                                        int Sk, int causal, float c, int w, int t, float (&o)[Wgmma<D>::regs], RowState& st TR(, long long& tr_full)) {
+                                        int Sk, int causal, float c, int w, int t, float (&o)[Wgmma<D>::regs], RowState& st TL(, TlMarks& tm)) {
     constexpr int BC = Geo<D>::BC;
     using WS = Wgmma<BC>;
     using WO = Wgmma<D>;
@@ -530,6 +530,7 @@ __device__ __forceinline__ void consume(u32 q_addr, u32 st_addr, const FullBarri
     const int q_last = min(q_wg + 63, Sq - 1);
     int live = q_wg < Sq ? tiles : 0;
     if (causal && live > 0) live = min(tiles, max(0, (q_last + 1 - key0(0) + BC - 1) / BC));
+    TL(tm.live = live;)
     // P·V issued in a turn of its own, apart from the next tile's S (three warpgroups at D = 64).
     constexpr bool PV_APART = !ATTN_WG_OVERLAP && D == 64;
 
@@ -544,9 +545,15 @@ __device__ __forceinline__ void consume(u32 q_addr, u32 st_addr, const FullBarri
     step_descs<D>(dq, q_addr);
     // Tile i's stage filled (the wait traced), and for a live tile its K descriptors formed.
     auto await_full = [&](int i) {
-        TR(const long long tw = tr_clk();)
+        TL(const long long tw = tl_clk();)
         mbar_wait(&full->stage[stage(i)], (ring0 + i) / STAGES);
-        TR(tr_full += tr_clk() - tw;)
+        TL(tm.v[6] += tl_clk() - tw;)
+    };
+    // turn_take, its wait summed in the timeline.
+    auto take = [&]() {
+        TL(const long long tw = tl_clk();)
+        turn_take(w);
+        TL(tm.v[7] += tl_clk() - tw;)
     };
     auto await_tile = [&](int i) {
         await_full(i);
@@ -555,7 +562,7 @@ __device__ __forceinline__ void consume(u32 q_addr, u32 st_addr, const FullBarri
     // P·V of tile i (P in p_in) on its own, waited for; tile i's stage released.
     auto pv_alone = [&](int i, u32(&p_in)[BC / 16][L::kA_regs]) {
         step_descs<BC>(dv, k_addr(i) + Geo<D>::K_BYTES);
-        turn_take(w);
+        take();
         wgmma_fence();
         issue_pv<D>(o, p_in, dv);
         turn_pass(w);
@@ -571,15 +578,15 @@ __device__ __forceinline__ void consume(u32 q_addr, u32 st_addr, const FullBarri
     auto pass_through = [&](int from) {
         for (int i = from; i < tiles; ++i) {
             if (PV_APART && i > from) {
-                turn_take(w);
+                take();
                 turn_pass(w);
             }
             await_full(i);
-            turn_take(w);
+            take();
             turn_pass(w);
             bar_arrive(bar_empty(stage(i)), THREADS);
         }
-        turn_take(w);
+        take();
         turn_pass(w);
     };
     if (live == 0) {
@@ -587,7 +594,8 @@ __device__ __forceinline__ void consume(u32 q_addr, u32 st_addr, const FullBarri
         return;
     }
     await_tile(0);
-    turn_take(w);
+    take();
+    TL(tm.v[2] = tl_clk();)
     wgmma_fence();
     issue_s<D>(sacc, dq, dk);
     turn_pass(w);
@@ -609,7 +617,7 @@ __device__ __forceinline__ void consume(u32 q_addr, u32 st_addr, const FullBarri
     auto round = [&](int i, u32(&p_in)[BC / 16][L::kA_regs], u32(&p_out)[BC / 16][L::kA_regs]) {
         step_descs<BC>(dv, k_addr(i - 1) + Geo<D>::K_BYTES);
         await_tile(i);
-        turn_take(w);
+        take();
         wgmma_fence();
         issue_s<D>(sacc, dq, dk);
         issue_pv<D>(o, p_in, dv);
@@ -630,11 +638,13 @@ __device__ __forceinline__ void consume(u32 q_addr, u32 st_addr, const FullBarri
         const bool in_next_turn = n < tiles && !PV_APART;
         step_descs<BC>(dv, k_addr(n - 1) + Geo<D>::K_BYTES);
         if (in_next_turn) await_full(n);
-        turn_take(w);
+        take();
+        TL(tm.v[3] = tl_clk();)
         wgmma_fence();
         issue_pv<D>(o, p_in, dv);
         turn_pass(w);
         wgmma_wait<0>();
+        TL(tm.v[4] = tl_clk();)
         fence_regs(o);
         bar_arrive(bar_empty(stage(n - 1)), THREADS);
         if (in_next_turn) bar_arrive(bar_empty(stage(n)), THREADS);
@@ -650,7 +660,7 @@ __device__ __forceinline__ void consume(u32 q_addr, u32 st_addr, const FullBarri
         if (PV_APART) pv_alone(i - 1, a);
         step_descs<BC>(dv, k_addr(i - 1) + Geo<D>::K_BYTES);
         await_tile(i);
-        turn_take(w);
+        take();
         wgmma_fence();
         if (!PV_APART) issue_pv<D>(o, a, dv);
         issue_s<D>(sacc, dq, dk);
@@ -708,6 +718,7 @@ __device__ void attention_wgmma(const u8* __restrict__ q_data, const u8* __restr
         mbar_init(&full.q[1], 128);
     }
     __syncthreads();
+    TL(tl_begin();)
 
     // The warpgroup index through a shuffle from lane 0, so the compiler knows it is
     // warp-uniform: the wgmma descriptors built from it then live in uniform registers, with
@@ -731,29 +742,27 @@ __device__ void attention_wgmma(const u8* __restrict__ q_data, const u8* __restr
     const u32 q_addr = shared_addr(q_tiles) + 64 * w * D * 2;
     const u32 st_addr = shared_addr(stages);
     if (w == CONSUMERS - 1) turn_pass(w);  // warpgroup 0 issues first
-    TR(const long long tr0 = tr_clk();)
+    TL(TlMarks tm;)
     for (int seg = 0, ring = 0;; ++seg) {
-        TR(const long long ta = tr_clk();)
+        TL(tl_reset(tm); tm.v[0] = tl_clk();)
         mbar_wait(&full.q[seg & 1], seg / 2);
-        TR(const long long tb = tr_clk();)
+        TL(tm.v[1] = tl_clk();)
         const Work wk = works[seg & 1];
         if (wk.tiles == 0) {
             if (w == 0) turn_take(w);  // the last warpgroup's last pass
             return;
         }
+        TL(tm.rb = wk.rb, tm.t0 = wk.t0, tm.t1 = wk.t1;)
         float o[Wgmma<D>::regs];
         RowState st;
-        TR(long long tr_full = 0;)
-        consume<D, FMT>(q_addr + (seg & 1) * Geo<D>::Q_BYTES, st_addr, &full, ring, wk, Sq, Sk, causal, c, w, t, o, st TR(, tr_full));
-        TR(const long long tc_ = tr_clk();)
+        consume<D, FMT>(q_addr + (seg & 1) * Geo<D>::Q_BYTES, st_addr, &full, ring, wk, Sq, Sk, causal, c, w, t, o, st TL(, tm));
         bar_arrive(bar_q_empty(seg & 1), THREADS);
         ring += wk.t1 - wk.t0;
         if (wk.whole())
             store_rows<D>(o, st.l_run, weight, out, wk.bh, Sq, wk.rb * BR + 64 * w + 16 * (t / 32), t % 32);
         else
             finish_split<D>(wk, o, st, partials, counters, weight, out, Sq, w, t);
-        TR(if (TR_ON) printf("C%d seg %d tiles %d whole %d start %lld qwait %lld consume %lld (fullwait %lld) store %lld\n", w, seg,
-                             wk.t1 - wk.t0, (int)wk.whole(), ta - tr0, tb - ta, tc_ - tb, tr_full, tr_clk() - tc_);)
+        TL(tm.v[5] = tl_clk(); tl_keep(tm, 1 + w, seg, t);)
     }
 }
 

@@ -151,27 +151,15 @@ __device__ __forceinline__ void fence_regs(u32 (&a)[N][R]) {
         for (int r = 0; r < R; ++r) asm volatile("" : "+r"(a[i][r])::"memory");
 }
 
-#ifdef ATTN_TRACE
-// A timeline for tuning, off unless FP4PROBE_ATTN_DEFINES sets ATTN_TRACE=g: thread 0 of the
-// producer and of each consumer warpgroup of CTA g printf, per segment, clock64 deltas (the
-// wait for Q, the key tiles, the waits on full and empty tiles, O's store). printf itself
-// lengthens the gaps between segments, and the clock reads slow the tile loop (by a third at
-// S = 4096): compare phases within one traced run, not with an untraced one.
-#define TR(...) __VA_ARGS__
-__device__ __forceinline__ long long tr_clk() { return clock64(); }
-#define TR_ON (blockIdx.x == ATTN_TRACE && t == 0)
-#else
-#define TR(...)
-#endif
-
 #ifdef ATTN_TIMELINE
-// A timeline of every CTA for tuning the FP8 body, off unless FP4PROBE_ATTN_DEFINES sets
-// ATTN_TIMELINE=1: each warpgroup (role 0 the producer, 1 + w consumer w) keeps clock64 marks of
-// its first TL_SEGS segments in registers per segment, and its thread 0 stores them to a device
-// array; the kernel attn_timeline_print (attn_fp4.cu), which the host launches after it
-// (AttentionKernel::print_timeline), prints them. A call inside the attention kernel would make
-// ptxas serialize every wgmma of it. The marks and how to read them:
-// reports/sm_90/attention/experiments/fp8-boundaries.
+// A timeline of every CTA for tuning the wgmma bodies (attn_wgmma.cuh, attn_wgmma_fp8.cuh),
+// off unless FP4PROBE_ATTN_DEFINES sets ATTN_TIMELINE=1: each warpgroup (role 0 the producer,
+// 1 + w consumer w) keeps clock64 marks of its first TL_SEGS segments in registers per segment,
+// and its thread 0 stores them to a device array; the kernel attn_timeline_print (attn_fp4.cu),
+// which the host launches after it (AttentionKernel::print_timeline), prints them. A call
+// inside the attention kernel would make ptxas serialize every wgmma of it. The marks and how
+// to read them: reports/sm_90/attention/experiments/fp8-boundaries (the bf16 body's producer
+// marks its first and last tile stored into the ring where the FP8 body's issues copies).
 #define TL(...) __VA_ARGS__
 constexpr int TL_SEGS = 48, TL_EVENTS = 8, TL_CTAS = 1024;
 struct TlMarks {

@@ -450,11 +450,11 @@ impl<'a> AttentionKernel<'a> {
         self.backend
     }
 
-    /// With the FP8 body's timeline on (`paths::timeline_on`), print the marks of the last
+    /// With a wgmma body's timeline on (`paths::timeline_on`), print the marks of the last
     /// launch of `shape` and `format` to standard output (lines `TL ...`:
     /// attn_wgmma_pipeline.cuh, `tl_print_all`); otherwise nothing.
     pub fn print_timeline(&self, shape: &AttnShape, format: Format) -> Result<()> {
-        if !self.path.is_fp8() || !super::paths::timeline_on() {
+        if !self.path.is_wgmma() || !super::paths::timeline_on() {
             return Ok(());
         }
         let module = self.module_of(self.variant_for(shape, format));

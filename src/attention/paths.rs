@@ -436,7 +436,7 @@ fn experiment_define(name: &str) -> Option<usize> {
         .find_map(|d| d.strip_prefix(name)?.strip_prefix('=')?.parse().ok())
 }
 
-/// Whether the experiment's defines ask for the FP8 body's timeline (`ATTN_TIMELINE=1`:
+/// Whether the experiment's defines ask for the wgmma bodies' timeline (`ATTN_TIMELINE=1`:
 /// attn_wgmma_pipeline.cuh; `AttentionKernel::print_timeline` prints it).
 pub fn timeline_on() -> bool {
     experiment_define("ATTN_TIMELINE").is_some_and(|v| v > 0)

@@ -1,15 +1,16 @@
 #!/usr/bin/env python3
-"""Summarize the FP8 body's timeline (ATTN_TIMELINE=1; kernels/attention/attn_wgmma_pipeline.cuh).
+"""Summarize a wgmma body's timeline (ATTN_TIMELINE=1; kernels/attention/attn_wgmma_pipeline.cuh).
 
 Input: the standard output of
   FP4PROBE_ATTN_DEFINES=ATTN_TIMELINE=1 fp4probe attention --bench --path wgmma-fp8 \
       --seqs S --head-dims 128 --repeats 1 --warmup 1
-whose lines `TL fmt Sq causal cta role seg rb t0 t1 live m0..m5 w6 w7` hold, per CTA, warpgroup
-(role 0 the producer, 1 and 2 the consumers) and segment, SM clock cycles from the CTA's start
+(or --path wgmma, the bf16 body), whose lines `TL fmt Sq causal cta role seg rb t0 t1 live m0..m5
+w6 w7` hold, per CTA, warpgroup (role 0 the producer, 1.. the consumers) and segment, SM clock cycles from the CTA's start
 (m0..m5, -1 where not reached) and two sums of waits (w6, w7). Consumers: m0 before the wait for
 Q, m1 Q ready, m2 the first S issued, m3 the last P.V's turn taken, m4 the last P.V done, m5 O
 stored; w6 cycles waiting for full stages, w7 for turns. Producer: m0 segment start, m1 its Work,
-m2 Q widened, m3 the first tile's copy issued, m4 the last; w6 cycles waiting for empty stages.
+m2 Q widened (the bf16 body: decoded), m3 the first tile's copy issued (the bf16 body: its tile
+decoded into the ring), m4 the last; w6 cycles waiting for empty stages.
 Medians over all CTAs; the boundary is from a segment's last P.V turn to the next segment's first
 S, per consumer warpgroup.
 """
@@ -30,11 +31,12 @@ def main(path, mhz):
         for cta, role, seg, work, m in rows[key]:
             by[(cta, role)][seg] = (work, m)
         ctas = sorted({c for c, _ in by})
+        consumers = sorted({r for _, r in by if r > 0})
         ends, starts, per_tile, bnd, pv, store, qready, first = [], [], [], [], [], [], [], []
         full_w, turn_w, segs, p_work, p_q = [], [], [], [], []
         for c in ctas:
             end = 0
-            for role in (1, 2):
+            for role in consumers:
                 S = by[(c, role)]
                 segs.append(len(S))
                 starts.append(S[0][1][2] if 0 in S else 0)
@@ -68,7 +70,7 @@ def main(path, mhz):
               f"O store {med(store)}, wait for Q {med(qready)}, Q ready to first S {med(first)}, "
               f"full waits a segment {med(full_w)}, turn waits a segment {med(turn_w)}")
         print(f"  producer medians: its Work {med(p_work)}, Q widened {med(p_q)}")
-        b = sum(bnd) / 2 / len(ctas)
+        b = sum(bnd) / len(consumers) / len(ctas)
         print(f"  a CTA's boundaries {b:.0f} cycles = {100 * b / mean_end:.1f}% of its mean end; "
               f"first S at {st.mean(starts):.0f} = {100 * st.mean(starts) / mean_end:.1f}%")
 
