@@ -926,19 +926,25 @@ __device__ __forceinline__ void store_rows_tma(const float (&o)[D / 2], const fl
     u32 base[4];
 #pragma unroll
     for (int k = 0; k < 4; ++k) base[k] = slab + (first ^ (32u * k));
+    // Every value first (the lane's two rows share their columns' weights), then every store:
+    // computed between the stores, the pairs share a few registers and each store's operand read
+    // holds up the next pair's arithmetic (reports/sm_90/attention/experiments/fp8-o-tma).
+    float2 w[D / L::kN], v[2][D / L::kN];
+#pragma unroll
+    for (int nt = 0; nt < D / L::kN; ++nt) w[nt] = weight(nt * L::kN + L::d_col_formula(lane, 0, 0));
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
         const RowDivisor by(l[h]);
 #pragma unroll
-        for (int nt = 0; nt < D / L::kN; ++nt) {
-            const int i = nt * L::kD_regs + 2 * h;
-            const float2 w = weight(nt * L::kN + L::d_col_formula(lane, 2 * h, 0));
-            const float2 v = o_pair(by, o[i], o[i + 1], w);
-            asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(base[nt % 4] + 1024u * h + (u32)O_BOX_BYTES * (nt / 4)),
-                         "f"(v.x), "f"(v.y)
-                         : "memory");
-        }
+        for (int nt = 0; nt < D / L::kN; ++nt) v[h][nt] = o_pair(by, o[nt * L::kD_regs + 2 * h], o[nt * L::kD_regs + 2 * h + 1], w[nt]);
     }
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+        for (int nt = 0; nt < D / L::kN; ++nt)
+            asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(base[nt % 4] + 1024u * h + (u32)O_BOX_BYTES * (nt / 4)),
+                         "f"(v[h][nt].x), "f"(v[h][nt].y)
+                         : "memory");
     fence_async_smem();
     __syncwarp();
 #pragma unroll
