@@ -345,9 +345,7 @@ __device__ __forceinline__ void produce(int Sq, int Sk, int causal, u32 bh_count
         // Tile j from tc into the ring, once its stage is free.
         auto put_tile = [&]() {
             const int s = ring % STAGES;
-            TL(const long long tw = tl_clk();)
-            if (ring >= STAGES) bar_sync(bar_empty(s), THREADS);
-            TL(tm.v[6] += tl_clk() - tw;)
+            TL_SUM(6, if (ring >= STAGES) bar_sync(bar_empty(s), THREADS))
             store<D, FMT>(tc, stages + s * Geo<D>::STAGE_BYTES, t);
             fence_async_smem();
             mbar_arrive(&full->stage[s]);
@@ -544,17 +542,8 @@ __device__ __forceinline__ void consume(u32 q_addr, u32 st_addr, const FullBarri
     u64 dq[D / 16], dk[D / 16], dv[BC / 16];
     step_descs<D>(dq, q_addr);
     // Tile i's stage filled (the wait traced), and for a live tile its K descriptors formed.
-    auto await_full = [&](int i) {
-        TL(const long long tw = tl_clk();)
-        mbar_wait(&full->stage[stage(i)], (ring0 + i) / STAGES);
-        TL(tm.v[6] += tl_clk() - tw;)
-    };
-    // turn_take, its wait summed in the timeline.
-    auto take = [&]() {
-        TL(const long long tw = tl_clk();)
-        turn_take(w);
-        TL(tm.v[7] += tl_clk() - tw;)
-    };
+    auto await_full = [&](int i) { TL_SUM(6, mbar_wait(&full->stage[stage(i)], (ring0 + i) / STAGES)) };
+    auto take = [&]() { TL_SUM(7, turn_take(w)) };
     auto await_tile = [&](int i) {
         await_full(i);
         step_descs<D>(dk, k_addr(i));

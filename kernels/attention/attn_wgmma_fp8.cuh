@@ -551,9 +551,7 @@ __device__ __forceinline__ void produce8(int Sq, int Sk, int causal, u32 bh_coun
             const u8* img = fac.tiles8_of_kv<D>(sg.bh / op.kv_group, Sk);
             for (int j = sg.t0; j < sg.t1; ++j) {
                 const int s = ring % STAGES;
-                TL(const long long tw = tl_clk();)
-                if (ring >= STAGES) bar_sync(bar_empty(s), THREADS);
-                TL(tm.v[6] += tl_clk() - tw;)
+                TL_SUM(6, if (ring >= STAGES) bar_sync(bar_empty(s), THREADS))
                 if (t == 0) {
                     kf[s] = pow2(__ldg(fk + j * BC));
                     mbar_arrive_expect_tx(&full->stage[s], G::TILE8_BYTES);
@@ -735,17 +733,8 @@ __device__ __forceinline__ void consume8(u32 q_addr, unsigned char* stages, cons
     u32 a[P_STEPS][4], a2[P_STEPS][4];
     u64 dq[D / 32], dk[D / 32], dv[P_STEPS];
     step_descs8<G::QK_SWIZZLE, G::QK_SBO>(dq, q_addr);
-    auto await_full = [&](int i) {
-        TL(const long long tw = tl_clk();)
-        mbar_wait(&full->stage[stage(i)], (ring0 + i) / STAGES);
-        TL(tm.v[6] += tl_clk() - tw;)
-    };
-    // turn_take, its wait summed in the timeline.
-    auto take = [&]() {
-        TL(const long long tw = tl_clk();)
-        turn_take(w);
-        TL(tm.v[7] += tl_clk() - tw;)
-    };
+    auto await_full = [&](int i) { TL_SUM(6, mbar_wait(&full->stage[stage(i)], (ring0 + i) / STAGES)) };
+    auto take = [&]() { TL_SUM(7, turn_take(w)) };
     auto await_tile = [&](int i) {
         await_full(i);
         step_descs8<G::QK_SWIZZLE, G::QK_SBO>(dk, k_addr(i));

@@ -208,8 +208,18 @@ __device__ void tl_print_all() {
             }
     }
 }
+// A wait (the statement given) whose cycles go into the segment's mark `slot` (6: a consumer's
+// full stages or the producer's empty ones, 7: a consumer's turns); without the timeline, the
+// wait alone.
+#define TL_SUM(slot, ...)                        \
+    {                                            \
+        const long long tl_w0 = tl_clk();        \
+        __VA_ARGS__;                             \
+        tm.v[slot] += tl_clk() - tl_w0;          \
+    }
 #else
 #define TL(...)
+#define TL_SUM(slot, ...) __VA_ARGS__;
 #endif
 
 __device__ __forceinline__ uint4 ldg16(const u8* p) { return __ldg(reinterpret_cast<const uint4*>(p)); }
