@@ -174,7 +174,7 @@ fn fp8_wgmma_kernel_runs_both_products_on_e4m3_hgmma_for_sm90a() {
 
 #[test]
 fn fp8_kernel_groups_k_factors_as_the_reference_does() {
-    let source = include_str!("../kernels/attention/attn_wgmma_fp8.cuh");
+    let source = include_str!("../kernels/attention/attn_fp8_geometry.cuh");
     let line = format!(
         "constexpr int K_FACTOR_KEYS = {};",
         fp4probe::attention::fp8::K_FACTOR_KEYS

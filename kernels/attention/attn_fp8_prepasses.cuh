@@ -1,8 +1,8 @@
 // The FP8 wgmma body's pre-passes (attn_wgmma_fp8.cuh), one launched before it on the same
 // stream (src/attention/kernel.rs: enqueue_fp8_passes): fp8_factors_*, the row factors of Q, K
 // and Vᵀ; with ATTN_FP8_WIDEN_ONCE fp8_prepass_*, the same factors and K and Vᵀ widened to
-// E4M3 into the launch's workspace. Included at the end of attn_wgmma_fp8.cuh, whose workspace
-// layout (f8::Factors) and widening (f8::widen_chunk) they share.
+// E4M3 into the launch's workspace. Included at the end of attn_wgmma_fp8.cuh; they share its
+// workspace layout (f8::Factors) and widening (f8::widen_chunk), from attn_fp8_widen.cuh.
 #pragma once
 
 namespace attn {

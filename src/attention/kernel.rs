@@ -511,7 +511,7 @@ fn fit_u32(v: usize, what: &str) -> Result<u32> {
     u32::try_from(v).with_context(|| format!("{what} {v} does not fit in 32 bits"))
 }
 
-/// The FP8 body's workspace (`Factors` in attn_wgmma_fp8.cuh): i32 row factors of Q, K and Vᵀ,
+/// The FP8 body's workspace (`Factors` in attn_fp8_widen.cuh): i32 row factors of Q, K and Vᵀ,
 /// then, for a variant that widens once, each K/V head's E4M3 key tiles, each a stage's image
 /// (its K tile, then its Vᵀ tile, `head_dim` bytes per key each), then O's tensor map (128
 /// bytes), each part from a 256-byte boundary.

@@ -278,7 +278,7 @@ impl Variant {
 
     /// Dynamic shared memory per CTA: the wgmma bodies' two decoded Q tiles (one per row
     /// block in flight) and their ring of `ATTN_STAGES` decoded K and Vᵀ tiles (`Geo<D>::SMEM`
-    /// in attn_wgmma.cuh, `Geo8<D>::SMEM` in attn_wgmma_fp8.cuh, which trap if given less; the
+    /// in attn_wgmma.cuh, `Geo8<D>::SMEM` in attn_fp8_geometry.cuh, which trap if given less; the
     /// FP8 body's stages start on 1024-byte boundaries; at head_dim 128 they are followed by
     /// the atom of ones rows, 8 keys wide, and each consumer warp's O staging, 16 rows of f32,
     /// at 64 each stage ends with its own ones atom); the other bodies use static shared memory
@@ -463,7 +463,7 @@ const FP8_ONCE_STAGES: usize = 4;
 const FP8_ONCE_KEYS_D128: usize = 128;
 
 /// The head_dim whose O the FP8 body stores through per-warp shared-memory slabs and bulk
-/// tensor stores (`Geo8::O_TMA` in attn_wgmma_fp8.cuh, given as `ATTN_FP8_O_TMA_D`), which
+/// tensor stores (`Geo8::O_TMA` in attn_fp8_geometry.cuh, given as `ATTN_FP8_O_TMA_D`), which
 /// `dynamic_smem` sizes the slabs and the ring's ones atom for: 128; at 64 stores from registers
 /// ran faster (reports/sm_90/attention/experiments/fp8-o-tma).
 const FP8_O_TMA_HEAD_DIM: usize = 128;
