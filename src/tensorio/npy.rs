@@ -14,6 +14,12 @@
 //! builtin dtypes the bytes are identical to numpy's. BF16 is written with descr `|V2`: numpy
 //! loads it as a void array, which `ml_dtypes` users turn back into bfloat16 with
 //! `a.view(ml_dtypes.bfloat16)`.
+//!
+//! Written here rather than through npyz (0.9.1, the maintained crate): its header parse
+//! multiplies the shape without overflow checks before a caller sees the shape, so a header of
+//! shape (2^32, 2^32, 16) panics inside it where overflow checks are on and reads as an empty
+//! array (a length of 0) where they are off. This reader checks every product and the file's
+//! length before it allocates, and names the field that is wrong.
 
 use super::{DType, Tensor, byte_len, write_plain};
 use anyhow::{Context, Result, anyhow, bail, ensure};
