@@ -22,6 +22,14 @@
 //     store) idle the tensor cores: the pairs ran the FP8 path's causal S = 4096 12% faster on
 //     the H200 (reports/sm_90/attention/experiments/causal-pairs; ATTN_CAUSAL_PAIRS=0 keeps
 //     the row order, for that comparison).
+//   - With the mask and `pair_waves` (the FP8 body's, where K and V exceed the L2:
+//     attn_wgmma_fp8.cuh, PAIR_WAVES_MIN_KV_BYTES), where every pair has the same tiles (R
+//     even, BR = BC, Sq = Sk), the first whole waves of pairs are dealt out round robin as the
+//     unmasked row blocks are (CTA g runs pairs g, g + ctas, ..., each its two row blocks), and
+//     only the rest is cut. The CTAs running at one time then hold the pairs of few heads, whose
+//     K and V stay in L2 (cut evenly, the ranges of 132 CTAs cover all 32 heads at once: at
+//     S = 16384 128 MiB of E4M3 K and V). Causal S = 16384 at d = 128 ran 2.3-11.9% faster on
+//     the H200 (reports/sm_90/attention/experiments/fp8-head-waves).
 //
 // A CTA's tail range cuts items into pieces. An item cut in pieces is finished by the last of
 // its pieces to end (attn_wgmma.cuh: finish_split): every piece writes its unnormalized O and
@@ -58,15 +66,16 @@ struct Work {
 };
 
 struct Schedule {
-    int Sq, Sk, causal, bc, rb_count;
+    int Sq, Sk, causal, bc, rb_count, pair_waves;
     u32 bh_count, ctas;
     u64 head_tiles, total;
-    // Items dealt out whole (a multiple of ctas; 0 with the causal mask unless every item is),
+    // Items dealt out whole (a multiple of ctas, of 2·ctas with pair_waves; 0 with the causal
+    // mask otherwise, unless every item is),
     // and the tail's first tile and length.
     u64 whole_items, tail0, tail_len;
 
     // (A trivial type with init(), so it can live in shared memory.)
-    __device__ void init(int Sq_, int Sk_, int causal_, int bc_, u32 bh_count_, u32 ctas_) {
+    __device__ void init(int Sq_, int Sk_, int causal_, int bc_, u32 bh_count_, u32 ctas_, int pair_waves_ = 0) {
         Sq = Sq_, Sk = Sk_, causal = causal_, bc = bc_, rb_count = (Sq_ + BR - 1) / BR;
         bh_count = bh_count_, ctas = ctas_;
         head_tiles = 0;
@@ -78,9 +87,22 @@ struct Schedule {
         // A grid of one CTA per item (the host's choice for launches of few waves, where cutting
         // costs more than the last wave's idle share) runs every item whole.
         const u64 items = (u64)rb_count * bh_count;
-        whole_items = ctas == items ? items : causal ? 0 : items / ctas * ctas;
-        tail0 = whole_items == items ? total : whole_items * row_block_tiles(0);
+        pair_waves = pair_waves_ && causal && ATTN_CAUSAL_PAIRS && ctas != items && uniform_pairs();
+        const u64 pairs = items / 2;
+        whole_items = ctas == items ? items : pair_waves ? pairs / ctas * ctas * 2 : causal ? 0 : items / ctas * ctas;
+        tail0 = whole_items == items ? total
+                : pair_waves        ? whole_items / 2 * pair_tiles()
+                                    : whole_items * row_block_tiles(0);
         tail_len = total - tail0;
+    }
+    // Tiles of a pair (row blocks p and R-1-p), and whether every pair of a head has as many
+    // (an even number of row blocks, each pair's lengths adding up to the same).
+    __device__ __forceinline__ u64 pair_tiles() const { return row_block_tiles(0) + row_block_tiles(rb_count - 1); }
+    __device__ bool uniform_pairs() const {
+        if (rb_count % 2 != 0) return false;
+        for (int p = 1; p < rb_count / 2; ++p)
+            if (row_block_tiles(p) + row_block_tiles(rb_count - 1 - p) != pair_tiles()) return false;
+        return true;
     }
     __device__ __forceinline__ int row_block_tiles(int rb) const {
         return (row_block_key_end(rb, Sq, Sk, causal) + bc - 1) / bc;
@@ -96,14 +118,19 @@ struct Schedule {
     // The CTA whose tail range holds tile s: the largest g with cta_start(g) <= s.
     __device__ __forceinline__ u32 owner(u64 s) const { return (u32)(((s - tail0 + 1) * ctas - 1) / tail_len); }
     // The k-th item dealt out whole (item_first is only needed for cut items, and left 0).
-    // Without the mask, item k (head-major). With it (a grid of one CTA per item, the only
-    // whole items then), the longest row blocks of every head first: the hardware starts CTAs
-    // in blockIdx order as multiprocessors free up, so the CTAs it starts last are the short
-    // ones (in head-major order they would hold the last heads' longest row blocks, and the
-    // launch would wait for them: reports/sm_90/attention/experiments/causal-grid-order).
+    // Without the mask, item k (head-major). With it in a grid of one CTA per item, the longest
+    // row blocks of every head first: the hardware starts CTAs in blockIdx order as
+    // multiprocessors free up, so the CTAs it starts last are the short ones (in head-major
+    // order they would hold the last heads' longest row blocks, and the launch would wait for
+    // them: reports/sm_90/attention/experiments/causal-grid-order). With pair_waves, item k is
+    // head k / R's row block at place k % R of its order (items 2u and 2u + 1 are pair u).
     __device__ __forceinline__ Segment whole_item(u64 k) const {
         Segment sg;
-        if (causal) {
+        if (pair_waves) {
+            sg.bh = (u32)(k / rb_count);
+            sg.pos = (int)(k - (u64)sg.bh * rb_count);
+            sg.rb = rb_at(sg.pos);
+        } else if (causal) {
             sg.bh = (u32)(k % bh_count);
             sg.rb = sg.pos = rb_count - 1 - (int)(k / bh_count);
         } else {
@@ -146,15 +173,15 @@ struct Schedule {
         n.t1 = n.tiles;
         return n;
     }
-    // CTA g's segments in order, its whole items, then its tail range: start(), then next()
-    // until it returns false.
+    // CTA g's segments in order, its whole items (with pair_waves, its pairs' row blocks), then
+    // its tail range: start(), then next() until it returns false.
     struct Cursor {
         u64 k, s, end;
         Segment sg;
         bool in_tail;
     };
     __device__ __forceinline__ void start(Cursor& c, u32 g) const {
-        c.k = g;
+        c.k = pair_waves ? 2 * (u64)g : g;
         c.s = cta_start(g);
         c.end = cta_start(g + 1);
         c.in_tail = false;
@@ -162,7 +189,8 @@ struct Schedule {
     __device__ __forceinline__ bool next(Cursor& c, Segment& sg) const {
         if (c.k < whole_items) {
             sg = whole_item(c.k);
-            c.k += ctas;
+            // A pair's second row block next, then the next pair dealt to this CTA.
+            c.k = !pair_waves ? c.k + ctas : c.k % 2 == 0 ? c.k + 1 : c.k - 1 + 2 * (u64)ctas;
             return true;
         }
         if (c.s >= c.end) return false;

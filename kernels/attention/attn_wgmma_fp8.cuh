@@ -53,6 +53,14 @@
 #define ATTN_FP8_WIDEN_ONCE 0
 #endif
 
+// 1: where a launch's E4M3 K and V exceed PAIR_WAVES_MIN_KV_BYTES, the persistent schedule
+// deals causal pairs of row blocks out whole in waves, head-major, if they all have the same
+// tiles (attn_stream_k.cuh: pair_waves); 0: it cuts them all. The host reads both (src/
+// attention/paths.rs: Variant::causal_pair_waves).
+#ifndef ATTN_CAUSAL_PAIR_WAVES
+#define ATTN_CAUSAL_PAIR_WAVES 1
+#endif
+
 // The producer widens Q (and per CTA each key tile's 8 chunks, held in registers with their
 // factors): at 80 registers (the bf16 body's) it spilled; 120 leaves the consumers 192, which
 // they fit in. Widening once, 56 (the consumers 224) ran slower (src/attention/paths.rs:
@@ -109,6 +117,13 @@ using namespace wg;
 // ---- the producer ---------------------------------------------------------------------------
 
 __device__ __forceinline__ void griddep_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+
+// The E4M3 K and V bytes (K/V heads × Sk × D × 2) above which the causal schedule deals pairs
+// out in waves: where the ranges of all CTAs, which cover every head at once, read more K and
+// V than the L2 holds. Side by side on the H200 (experiments/fp8-head-waves), at 128 MiB (S =
+// 16384, d = 128) the waves ran causal 2.3-11.9% faster, at 64 MiB (d = 64) 0.4-0.7%, at
+// 32 MiB (S = 4096, d = 128) 1.4-2.4% slower, at 16 MiB (d = 64) 1.8-4.6% slower.
+constexpr u64 PAIR_WAVES_MIN_KV_BYTES = 48ull << 20;
 
 // Chunks of one key tile per producer thread: K chunk i is key i % BC, d from 32·(i / BC);
 // Vᵀ chunk i is channel i % D, keys from 32·(i / D).
@@ -183,7 +198,8 @@ __device__ __forceinline__ void produce8(int Sq, int Sk, int causal, u32 bh_coun
     __shared__ Schedule sched;
     __shared__ Schedule::Cursor cursor;
     if (t == 0) {
-        sched.init(Sq, Sk, causal, BC, bh_count, gridDim.x);
+        const u64 kv_bytes = (u64)(bh_count / op.kv_group) * Sk * D * 2;
+        sched.init(Sq, Sk, causal, BC, bh_count, gridDim.x, ATTN_CAUSAL_PAIR_WAVES && kv_bytes > PAIR_WAVES_MIN_KV_BYTES);
         sched.start(cursor, blockIdx.x);
     }
     const int Skp = op.Skp;

@@ -356,7 +356,19 @@ impl Variant {
                 self.keys_per_tile(shape.head_dim),
                 sms,
             )
+            .with_pair_waves(self.causal_pair_waves(shape))
         })
+    }
+
+    /// Whether the schedule of `shape` deals causal pairs of row blocks out whole in waves,
+    /// head-major (`StreamK::with_pair_waves`): the FP8 body's, where its E4M3 K and V exceed
+    /// `PAIR_WAVES_MIN_KV_BYTES` (attn_wgmma_fp8.cuh: `ATTN_CAUSAL_PAIR_WAVES`, on unless an
+    /// experiment sets it to 0); the bf16 body's schedule cuts them all.
+    pub fn causal_pair_waves(self, shape: &AttnShape) -> bool {
+        let kv_bytes = shape.kv_bh() * shape.seq_k * shape.head_dim * 2;
+        self.path.is_fp8()
+            && kv_bytes > PAIR_WAVES_MIN_KV_BYTES
+            && experiment_define("ATTN_CAUSAL_PAIR_WAVES").is_none_or(|v| v > 0)
     }
 
     /// The share of the CTAs' time that is work for `shape` on `sms` multiprocessors: rows of
@@ -462,6 +474,10 @@ const FP8_ONCE_STAGES: usize = 4;
 /// registers (the consumers at 224), 128 keys ran 735–745 and 892–906 without the mask.
 const FP8_ONCE_KEYS_D128: usize = 128;
 
+/// `PAIR_WAVES_MIN_KV_BYTES` of attn_wgmma_fp8.cuh (which says why), for the host's copy of
+/// the schedule.
+pub const PAIR_WAVES_MIN_KV_BYTES: usize = 48 << 20;
+
 /// The head_dim whose O the FP8 body stores through per-warp shared-memory slabs and bulk
 /// tensor stores (`Geo8::O_TMA` in attn_fp8_geometry.cuh, given as `ATTN_FP8_O_TMA_D`), which
 /// `dynamic_smem` sizes the slabs and the ring's ones atom for: 128; at 64 stores from registers
@@ -534,6 +550,37 @@ pub fn compile_variant(variant: Variant, arch: &str) -> Result<nvrtc::Compiled> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn causal_pairs_go_in_waves_where_k_and_v_exceed_the_kernels_bound() {
+        let source = include_str!("../../kernels/attention/attn_wgmma_fp8.cuh");
+        assert!(
+            source.contains("constexpr u64 PAIR_WAVES_MIN_KV_BYTES = 48ull << 20;")
+                && PAIR_WAVES_MIN_KV_BYTES == 48 << 20,
+            "the host's bound differs from the kernel's"
+        );
+        if experiment_define("ATTN_CAUSAL_PAIR_WAVES").is_some() {
+            return;
+        }
+        let fp8 = KernelPath::WgmmaFp8.variants()[0];
+        let bf16 = KernelPath::Wgmma.variants()[0];
+        let causal = |seq, kv, d| {
+            AttnShape::new(1, 32, seq, seq, d, true)
+                .unwrap()
+                .with_kv_heads(kv)
+                .unwrap()
+        };
+        // E4M3 K and V: 128 MiB at S = 16384 (32 heads, d = 128), 32 MiB at S = 4096, 32 MiB
+        // at S = 16384 with 8 K/V heads.
+        assert!(fp8.causal_pair_waves(&causal(16384, 32, 128)));
+        assert!(fp8.causal_pair_waves(&causal(16384, 32, 64)));
+        assert!(!fp8.causal_pair_waves(&causal(4096, 32, 128)));
+        assert!(!fp8.causal_pair_waves(&causal(16384, 8, 128)));
+        assert!(!bf16.causal_pair_waves(&causal(16384, 32, 128)));
+        let s = causal(16384, 32, 128);
+        let sched = fp8.schedule(&s, 132).unwrap();
+        assert!(sched.pair_waves, "{sched:?}");
+    }
 
     #[test]
     fn the_fp8_body_widens_once_from_eight_row_blocks_per_kv_head() {

@@ -35,6 +35,8 @@ pub struct StreamK {
     pub bh: usize,
     /// CTAs in the grid.
     pub ctas: usize,
+    /// Causal pairs of row blocks dealt out whole in waves (`with_pair_waves`).
+    pub pair_waves: bool,
 }
 
 /// A CTA's share of one row block: key tiles `t0..t1` of its `tiles`; tile 0 is tile
@@ -81,6 +83,7 @@ impl StreamK {
             causal: shape.causal,
             bh: shape.batch * shape.heads,
             ctas: 1,
+            pair_waves: false,
         };
         s.ctas = s.items();
         s
@@ -100,6 +103,29 @@ impl StreamK {
         } else {
             p
         }
+    }
+
+    /// With `on` (the FP8 body's `ATTN_CAUSAL_PAIR_WAVES`), a persistent causal schedule whose
+    /// pairs of row blocks all have the same tiles deals its first whole waves of pairs out
+    /// round robin, head-major (`Schedule::init` in attn_stream_k.cuh), so the CTAs running
+    /// at one time hold few heads, whose K and V stay in L2; other schedules are returned as
+    /// they are.
+    pub fn with_pair_waves(mut self, on: bool) -> Self {
+        self.pair_waves = on && self.causal && self.ctas != self.items() && self.uniform_pairs();
+        self
+    }
+
+    /// Tiles of a causal pair (row blocks p and R-1-p), and whether every pair has as many.
+    fn pair_tiles(&self) -> u64 {
+        self.row_block_tiles(0) + self.row_block_tiles(self.row_blocks() - 1)
+    }
+
+    fn uniform_pairs(&self) -> bool {
+        let r = self.row_blocks();
+        r.is_multiple_of(2)
+            && (1..r / 2).all(|p| {
+                self.row_block_tiles(p) + self.row_block_tiles(r - 1 - p) == self.pair_tiles()
+            })
     }
 
     /// Row blocks of all heads.
@@ -154,11 +180,13 @@ impl StreamK {
 
     /// Row blocks dealt out whole, round robin: all of them with a grid of one CTA each, else
     /// the whole waves of them without the causal mask (every row block then has the same
-    /// tiles), none with it.
+    /// tiles) or of their pairs with `pair_waves`, none with the mask otherwise.
     pub fn whole_items(&self) -> u64 {
         let items = self.items();
         if self.ctas == items {
             items as u64
+        } else if self.pair_waves {
+            (items / 2 / self.ctas * self.ctas * 2) as u64
         } else if self.causal {
             0
         } else {
@@ -170,9 +198,13 @@ impl StreamK {
     /// attn_stream_k.cuh). Without the mask head-major, rb = k % R (not rb_at's order: only the
     /// tail is cut, and only its order balances segments). With it (whole only in a grid of
     /// one CTA per row block) the longest row blocks of all heads first, so that the CTAs the
-    /// hardware starts last are the short ones.
+    /// hardware starts last are the short ones. With `pair_waves` head-major in `rb_at`'s
+    /// order (items 2u and 2u + 1 are pair u).
     pub fn whole_item(&self, k: u64) -> (usize, usize) {
-        if self.causal {
+        let r = self.row_blocks() as u64;
+        if self.pair_waves {
+            ((k / r) as usize, self.rb_at((k % r) as usize))
+        } else if self.causal {
             let bh = self.bh as u64;
             ((k % bh) as usize, self.row_blocks() - 1 - (k / bh) as usize)
         } else {
@@ -185,8 +217,23 @@ impl StreamK {
     fn tail0(&self) -> u64 {
         if self.whole_items() == self.items() as u64 {
             self.total()
+        } else if self.pair_waves {
+            self.whole_items() / 2 * self.pair_tiles()
         } else {
             self.whole_items() * self.row_block_tiles(0)
+        }
+    }
+
+    /// The whole row blocks CTA `g` runs, in order (`Schedule::next`): items g, g + ctas, ...;
+    /// with `pair_waves` pairs g, g + ctas, ..., each its two row blocks.
+    pub fn whole_items_of(&self, g: usize) -> Vec<u64> {
+        if self.pair_waves {
+            (g as u64..self.whole_items() / 2)
+                .step_by(self.ctas)
+                .flat_map(|u| [2 * u, 2 * u + 1])
+                .collect()
+        } else {
+            (g as u64..self.whole_items()).step_by(self.ctas).collect()
         }
     }
 
@@ -212,8 +259,9 @@ impl StreamK {
     /// The segments of CTA `g`, in order: its whole row blocks, then its tail range.
     pub fn segments(&self, g: usize) -> Vec<Segment> {
         // (The kernel leaves item_first 0 for whole row blocks: only cut ones need it.)
-        let mut out: Vec<Segment> = (g as u64..self.whole_items())
-            .step_by(self.ctas)
+        let mut out: Vec<Segment> = self
+            .whole_items_of(g)
+            .into_iter()
             .map(|k| {
                 let (bh, rb) = self.whole_item(k);
                 let tiles = self.row_block_tiles(rb);
@@ -315,15 +363,14 @@ mod tests {
         let mut most = (u64::MAX, 0);
         for g in 0..s.ctas {
             let segs = s.segments(g);
-            let whole = (s.whole_items() as usize)
-                .saturating_sub(g)
-                .div_ceil(s.ctas);
-            let tail = &segs[whole..];
+            let whole = s.whole_items_of(g);
+            let tail = &segs[whole.len()..];
             let mut tiles = 0;
-            for (i, sg) in segs[..whole].iter().enumerate() {
+            for (i, (sg, &k)) in segs.iter().zip(&whole).enumerate() {
                 assert!(sg.whole(), "{s:?}: CTA {g} segment {i}");
-                let k = g + i * s.ctas;
-                assert_eq!((sg.bh, sg.rb), s.whole_item(k as u64));
+                assert_eq!((sg.bh, sg.rb), s.whole_item(k));
+                let round = if s.pair_waves { 2 * s.ctas } else { s.ctas };
+                assert_eq!(k as usize % round / (round / s.ctas), g, "{s:?}: item {k}");
             }
             for (i, sg) in tail.iter().enumerate() {
                 let first = sg.item_first + sg.t0;
@@ -387,15 +434,15 @@ mod tests {
             (1024, 512, 2, true),
             (192, 192, 1, false),
             (64, 64, 1, false),
+            (2048, 2048, 3, true),
+            (1536, 1536, 32, true),
+            (768, 768, 5, true),
         ] {
             for (br, bc) in [(192, 64), (128, 64), (192, 128)] {
                 for sms in [1, 7, 132] {
-                    check(&StreamK::persistent(
-                        &shape(sq, sk, heads, causal),
-                        br,
-                        bc,
-                        sms,
-                    ));
+                    let s = StreamK::persistent(&shape(sq, sk, heads, causal), br, bc, sms);
+                    check(&s);
+                    check(&s.with_pair_waves(true));
                 }
                 check(&StreamK::grid(&shape(sq, sk, heads, causal), br, bc));
             }
@@ -502,6 +549,41 @@ mod tests {
         // Without the mask the order is the row blocks'.
         let plain = StreamK::persistent(&shape(4096, 4096, 32, false), 128, 128, 132);
         assert!((0..32).all(|p| plain.rb_at(p) == p));
+    }
+
+    #[test]
+    fn pair_waves_deal_whole_pairs_head_major_then_cut_the_rest() {
+        // The FP8 kernel's causal benchmark shape: 16 pairs of 33 tiles a head, 512 pairs on
+        // 132 CTAs: three whole waves (pairs g, g + 132, g + 264), the last 116 pairs cut.
+        let s =
+            StreamK::persistent(&shape(4096, 4096, 32, true), 128, 128, 132).with_pair_waves(true);
+        assert!(s.pair_waves);
+        assert_eq!((s.whole_items(), s.tail0()), (2 * 396, 396 * 33));
+        let segs = s.segments(5);
+        let rows: Vec<(usize, usize)> = segs[..6].iter().map(|sg| (sg.bh, sg.rb)).collect();
+        // Pair 5 is head 0's row blocks 5 and 26; pair 137 head 8's 9 and 22; 269 head 16's 13, 18.
+        assert_eq!(rows, [(0, 5), (0, 26), (8, 9), (8, 22), (16, 13), (16, 18)]);
+        // The CTAs of a wave hold 8 or 9 heads (pairs 0..131: head 8's fourth pair the last).
+        assert!(segs[6..].iter().all(|sg| sg.bh >= 24));
+        assert_eq!(s.whole_item(2 * 131), (8, 3));
+        let shares: Vec<u64> = (0..132)
+            .map(|g| s.segments(g).iter().map(|sg| sg.t1 - sg.t0).sum())
+            .collect();
+        assert_eq!(
+            (shares.iter().min(), shares.iter().max()),
+            (Some(&128), Some(&128))
+        );
+        check(&s);
+        // Pairs of unequal tiles (S = 4096 in 192-row blocks: the last one 64 rows), a grid of
+        // one CTA per row block, and no whole wave leave the schedule as it is, its CTAs
+        // starting anywhere.
+        let uneven = StreamK::persistent(&shape(4096, 4096, 32, true), 192, 64, 132);
+        assert!(!uneven.with_pair_waves(true).pair_waves);
+        let grid = StreamK::grid(&shape(1024, 1024, 32, true), 128, 128).with_pair_waves(true);
+        assert!(!grid.pair_waves);
+        let few =
+            StreamK::persistent(&shape(512, 512, 2, true), 128, 128, 132).with_pair_waves(true);
+        assert_eq!(few.whole_items(), 0);
     }
 
     #[test]
