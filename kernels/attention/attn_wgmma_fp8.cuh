@@ -55,8 +55,8 @@
 
 // 1: where a launch's E4M3 K and V exceed PAIR_WAVES_MIN_KV_BYTES, the persistent schedule
 // deals causal pairs of row blocks out whole in waves, head-major, if they all have the same
-// tiles (attn_stream_k.cuh: pair_waves); 0: it cuts them all. The host reads both (src/
-// attention/paths.rs: Variant::causal_pair_waves).
+// tiles (attn_stream_k.cuh: pair_waves); 0: it cuts them all. The host reads both
+// (src/attention/paths.rs: Variant::causal_pair_waves).
 #ifndef ATTN_CAUSAL_PAIR_WAVES
 #define ATTN_CAUSAL_PAIR_WAVES 1
 #endif
