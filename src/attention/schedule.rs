@@ -1,8 +1,9 @@
 //! The wgmma kernel's stream-K schedule on the host (`kernels/attention/attn_stream_k.cuh`
 //! states it; this is the same integer arithmetic): a persistent grid of CTAs shares the
 //! launch's key tiles evenly. Without the causal mask the whole waves of row blocks are dealt
-//! out round robin (the CTAs running at one time read the K and V of few heads), and the rest
-//! is cut evenly into pieces, which the kernel adds up in a workspace. The host needs it for
+//! out round robin (the CTAs running at one time read the K and V of few heads), and with it,
+//! where `with_pair_waves` asks, the whole waves of pairs of row blocks; the rest is cut evenly
+//! into pieces, which the kernel adds up in a workspace. The host needs it for
 //! the grid size, the workspace, and the variant choice; its tests check that every tile is
 //! run once and that the workspace slots of the pieces never collide.
 
@@ -196,10 +197,10 @@ impl StreamK {
 
     /// The (head, row block) of the k-th row block dealt out whole (`Schedule::whole_item` in
     /// attn_stream_k.cuh). Without the mask head-major, rb = k % R (not rb_at's order: only the
-    /// tail is cut, and only its order balances segments). With it (whole only in a grid of
-    /// one CTA per row block) the longest row blocks of all heads first, so that the CTAs the
-    /// hardware starts last are the short ones. With `pair_waves` head-major in `rb_at`'s
-    /// order (items 2u and 2u + 1 are pair u).
+    /// tail is cut, and only its order balances segments). With it in a grid of one CTA per
+    /// row block, the longest row blocks of all heads first, so that the CTAs the hardware
+    /// starts last are the short ones. With `pair_waves` head-major in `rb_at`'s order (items
+    /// 2u and 2u + 1 are pair u).
     pub fn whole_item(&self, k: u64) -> (usize, usize) {
         let r = self.row_blocks() as u64;
         if self.pair_waves {
@@ -208,8 +209,7 @@ impl StreamK {
             let bh = self.bh as u64;
             ((k % bh) as usize, self.row_blocks() - 1 - (k / bh) as usize)
         } else {
-            let per_head = self.row_blocks() as u64;
-            ((k / per_head) as usize, (k % per_head) as usize)
+            ((k / r) as usize, (k % r) as usize)
         }
     }
 
@@ -352,6 +352,12 @@ mod tests {
         AttnShape::new(1, heads, seq_q, seq_k, 128, causal).unwrap()
     }
 
+    /// The fewest and the most key tiles a CTA of `s` runs.
+    fn tile_share_range(s: &StreamK) -> (u64, u64) {
+        let shares = (0..s.ctas).map(|g| s.segments(g).iter().map(|sg| sg.t1 - sg.t0).sum::<u64>());
+        (shares.clone().min().unwrap_or(0), shares.max().unwrap_or(0))
+    }
+
     /// Every tile of every row block is in exactly one segment; the whole row blocks come
     /// first, round robin; the tail segments of a CTA are contiguous and in order; every cut
     /// row block's pieces are consecutive CTAs from owner(first tile) to owner(last tile); no
@@ -460,13 +466,7 @@ mod tests {
             (22, 64, 45056)
         );
         assert_eq!(s.ctas, 132);
-        let shares: Vec<u64> = (0..132)
-            .map(|g| s.segments(g).iter().map(|sg| sg.t1 - sg.t0).sum())
-            .collect();
-        assert_eq!(
-            (shares.iter().min(), shares.iter().max()),
-            (Some(&341), Some(&342))
-        );
+        assert_eq!(tile_share_range(&s), (341, 342));
         // Five whole waves round robin, the last 44 row blocks cut in three pieces each.
         assert_eq!(s.whole_items(), 660);
         let segs = s.segments(0);
@@ -566,13 +566,7 @@ mod tests {
         // The CTAs of a wave hold 8 or 9 heads (pairs 0..131: head 8's fourth pair the last).
         assert!(segs[6..].iter().all(|sg| sg.bh >= 24));
         assert_eq!(s.whole_item(2 * 131), (8, 3));
-        let shares: Vec<u64> = (0..132)
-            .map(|g| s.segments(g).iter().map(|sg| sg.t1 - sg.t0).sum())
-            .collect();
-        assert_eq!(
-            (shares.iter().min(), shares.iter().max()),
-            (Some(&128), Some(&128))
-        );
+        assert_eq!(tile_share_range(&s), (128, 128));
         check(&s);
         // Pairs of unequal tiles (S = 4096 in 192-row blocks: the last one 64 rows), a grid of
         // one CTA per row block, and no whole wave leave the schedule as it is, its CTAs
