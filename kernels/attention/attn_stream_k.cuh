@@ -30,6 +30,12 @@
 //     K and V stay in L2 (cut evenly, the ranges of 132 CTAs cover all 32 heads at once: at
 //     S = 16384 128 MiB of E4M3 K and V). Causal S = 16384 at d = 128 ran 2.3-11.9% faster on
 //     the H200 (reports/sm_90/attention/experiments/fp8-head-waves).
+//   - With the mask and `tickets` (the FP8 body's, where pairs are not dealt in waves and the
+//     launch has at least DYNAMIC_MIN_ITEMS_PER_CTA row blocks a CTA), no item is cut: CTA g
+//     runs item g, then each CTA draws the next item from a global counter as it starts a
+//     segment, items in the order of the grid of one CTA per row block (the longest row blocks
+//     of every head first). A CTA that starts late, or whose segments ran slow, takes fewer
+//     items, the last items are the shortest, and no piece is added up in the workspace.
 //
 // A CTA's tail range cuts items into pieces. An item cut in pieces is finished by the last of
 // its pieces to end (attn_wgmma.cuh: finish_split): every piece writes its unnormalized O and
@@ -65,6 +71,10 @@ struct Work {
     __device__ __forceinline__ int slot(u32 g) const { return g == g0 ? slot0 : 0; }
 };
 
+// Fewest row blocks a CTA for the dynamic causal schedule: below it the whole items left for
+// the last CTAs are long enough to leave the others idle, and cutting them pays.
+constexpr u64 DYNAMIC_MIN_ITEMS_PER_CTA = 4;
+
 struct Schedule {
     int Sq, Sk, causal, bc, rb_count, pair_waves;
     u32 bh_count, ctas;
@@ -73,9 +83,14 @@ struct Schedule {
     // mask otherwise, unless every item is),
     // and the tail's first tile and length.
     u64 whole_items, tail0, tail_len;
+    // The dynamic schedule's counters (global memory, left at 0 by every launch): [0] items
+    // drawn after the first ctas, [1] CTAs retired.
+    u32* tickets;
+    int dynamic;
 
     // (A trivial type with init(), so it can live in shared memory.)
-    __device__ void init(int Sq_, int Sk_, int causal_, int bc_, u32 bh_count_, u32 ctas_, int pair_waves_ = 0) {
+    __device__ void init(int Sq_, int Sk_, int causal_, int bc_, u32 bh_count_, u32 ctas_, int pair_waves_ = 0,
+                         u32* tickets_ = nullptr) {
         Sq = Sq_, Sk = Sk_, causal = causal_, bc = bc_, rb_count = (Sq_ + BR - 1) / BR;
         bh_count = bh_count_, ctas = ctas_;
         head_tiles = 0;
@@ -88,8 +103,14 @@ struct Schedule {
         // costs more than the last wave's idle share) runs every item whole.
         const u64 items = (u64)rb_count * bh_count;
         pair_waves = pair_waves_ && causal && ATTN_CAUSAL_PAIRS && ctas != items && uniform_pairs();
+        dynamic = tickets_ != nullptr && causal && ctas != items && !pair_waves &&
+                  items >= DYNAMIC_MIN_ITEMS_PER_CTA * ctas;
+        tickets = tickets_;
         const u64 pairs = items / 2;
-        whole_items = ctas == items ? items : pair_waves ? pairs / ctas * ctas * 2 : causal ? 0 : items / ctas * ctas;
+        whole_items = ctas == items || dynamic ? items
+                      : pair_waves            ? pairs / ctas * ctas * 2
+                      : causal                ? 0
+                                              : items / ctas * ctas;
         tail0 = whole_items == items ? total
                 : pair_waves        ? whole_items / 2 * pair_tiles()
                                     : whole_items * row_block_tiles(0);
@@ -118,11 +139,12 @@ struct Schedule {
     // The CTA whose tail range holds tile s: the largest g with cta_start(g) <= s.
     __device__ __forceinline__ u32 owner(u64 s) const { return (u32)(((s - tail0 + 1) * ctas - 1) / tail_len); }
     // The k-th item dealt out whole (item_first is only needed for cut items, and left 0).
-    // Without the mask, item k (head-major). With it in a grid of one CTA per item, the longest
-    // row blocks of every head first: the hardware starts CTAs in blockIdx order as
-    // multiprocessors free up, so the CTAs it starts last are the short ones (in head-major
-    // order they would hold the last heads' longest row blocks, and the launch would wait for
-    // them: reports/sm_90/attention/experiments/causal-grid-order). With pair_waves, item k is
+    // Without the mask, item k (head-major). With it in a grid of one CTA per item (and in the
+    // dynamic schedule), the longest row blocks of every head first: the hardware starts CTAs
+    // in blockIdx order as multiprocessors free up, so the CTAs it starts last (or the items
+    // drawn last) are the short ones (in head-major order they would hold the last heads'
+    // longest row blocks, and the launch would wait for them:
+    // reports/sm_90/attention/experiments/causal-grid-order). With pair_waves, item k is
     // head k / R's row block at place k % R of its order (items 2u and 2u + 1 are pair u).
     __device__ __forceinline__ Segment whole_item(u64 k) const {
         Segment sg;
@@ -174,7 +196,12 @@ struct Schedule {
         return n;
     }
     // CTA g's segments in order, its whole items (with pair_waves, its pairs' row blocks), then
-    // its tail range: start(), then next() until it returns false.
+    // its tail range: start(), then next() until it returns false. In the dynamic schedule,
+    // item g, then the items drawn: the caller draws a ticket as each segment starts and sets
+    // it with set_drawn before the next call, and retires the CTA once next() returns false
+    // (the atomics stay in the caller: in next_work, a call, they made ptxas compile the
+    // producer's named barriers as divergent code, and the unmasked shapes ran 2-3% slower on
+    // the H200).
     struct Cursor {
         u64 k, s, end;
         Segment sg;
@@ -187,6 +214,12 @@ struct Schedule {
         c.in_tail = false;
     }
     __device__ __forceinline__ bool next(Cursor& c, Segment& sg) const {
+        if (dynamic) {
+            if (c.k >= items()) return false;
+            sg = whole_item(c.k);
+            c.k = items();  // the end, unless a ticket is set
+            return true;
+        }
         if (c.k < whole_items) {
             sg = whole_item(c.k);
             // A pair's second row block next, then the next pair dealt to this CTA.
@@ -200,6 +233,20 @@ struct Schedule {
         c.s += sg.t1 - sg.t0;
         c.sg = sg;
         return true;
+    }
+    __device__ __forceinline__ u64 items() const { return (u64)rb_count * bh_count; }
+    // A ticket for the item after the segment that starts (dynamic): the caller reads it at
+    // the next segment, so the atomic's round trip overlaps this one.
+    __device__ __forceinline__ u32 draw() const { return atomicAdd(tickets, 1u); }
+    __device__ __forceinline__ void set_drawn(Cursor& c, u32 drawn) const { c.k = ctas + (u64)drawn; }
+    // A CTA done drawing: the last to retire leaves both counters at 0 for the next launch
+    // (every CTA's last draw has returned before it retires, so none comes after the reset).
+    __device__ void retire() const {
+        __threadfence();
+        if (atomicAdd(tickets + 1, 1u) == ctas - 1) {
+            atomicExch(tickets, 0u);
+            atomicExch(tickets + 1, 0u);
+        }
     }
     // Where piece g of a cut item keeps its partial result: 0 if the piece is the first segment
     // of g's tail range, 1 if its last (a cut item starts inside a range only at its last

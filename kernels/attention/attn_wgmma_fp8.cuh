@@ -61,6 +61,14 @@
 #define ATTN_CAUSAL_PAIR_WAVES 1
 #endif
 
+// 1: a persistent causal launch whose pairs are not dealt in waves runs its row blocks whole,
+// longest first, each CTA drawing its next one from a counter (attn_stream_k.cuh: dynamic);
+// 0: it cuts them as stream-K pieces. The host reads both (src/attention/paths.rs:
+// Variant::causal_dynamic).
+#ifndef ATTN_CAUSAL_DYNAMIC
+#define ATTN_CAUSAL_DYNAMIC 1
+#endif
+
 // The producer widens Q (and per CTA each key tile's 8 chunks, held in registers with their
 // factors): at 80 registers (the bf16 body's) it spilled; 120 leaves the consumers 192, which
 // they fit in. Widening once, 56 (the consumers 224) ran slower (src/attention/paths.rs:
@@ -191,7 +199,7 @@ __device__ __forceinline__ void store8(const TileChunks8<D>& tc, unsigned char* 
 template <int D, int FMT>
 __device__ __forceinline__ void produce8(int Sq, int Sk, int causal, u32 bh_count, unsigned char* q_tiles, Work* works,
                                          unsigned char* stages, float* kf, FullBarriers* full, const Operands& op,
-                                         const Factors& fac, float (*o_weight)[D], float v_ts, int t) {
+                                         const Factors& fac, float (*o_weight)[D], float v_ts, u32* tickets, int t) {
     using G = Geo8<D>;
     constexpr int B = Blk<FMT>::n, BC = G::BC, QW = 64 * (D / 32) / 128;
     static_assert(QW * 128 == 64 * (D / 32), "whole Q chunks per thread");
@@ -199,7 +207,8 @@ __device__ __forceinline__ void produce8(int Sq, int Sk, int causal, u32 bh_coun
     __shared__ Schedule::Cursor cursor;
     if (t == 0) {
         const u64 kv_bytes = (u64)(bh_count / op.kv_group) * Sk * D * 2;
-        sched.init(Sq, Sk, causal, BC, bh_count, gridDim.x, ATTN_CAUSAL_PAIR_WAVES && kv_bytes > PAIR_WAVES_MIN_KV_BYTES);
+        sched.init(Sq, Sk, causal, BC, bh_count, gridDim.x, ATTN_CAUSAL_PAIR_WAVES && kv_bytes > PAIR_WAVES_MIN_KV_BYTES,
+                   ATTN_CAUSAL_DYNAMIC ? tickets : nullptr);
         sched.start(cursor, blockIdx.x);
     }
     const int Skp = op.Skp;
@@ -214,10 +223,12 @@ __device__ __forceinline__ void produce8(int Sq, int Sk, int causal, u32 bh_coun
         bar_sync(bar_producer(), 128);
     }
     int ring = 0, seg = 0;
+    u32 drawn = 0;  // thread 0, dynamic schedule: the ticket drawn as the last segment started
     TL(TlMarks tm;)
     for (;; ++seg) {
         TL(tl_reset(tm); tm.v[0] = tl_clk();)
         if (seg >= 2) bar_sync(bar_q_empty(seg & 1), THREADS);
+        if (t == 0 && seg > 0 && sched.dynamic) sched.set_drawn(cursor, drawn);
         if (t == 0) next_work(&sched, &cursor, &works[seg & 1]);
         bar_sync(bar_producer(), 128);
         // Launched as the pre-pass's programmatic dependent (kernel.rs): from here on the
@@ -255,6 +266,7 @@ __device__ __forceinline__ void produce8(int Sq, int Sk, int causal, u32 bh_coun
             for (int d = t; d < D; d += 128) o_weight[seg & 1][d] = __fmul_rn(pow2(__ldg(fv + d)), v_ts);
         fence_async_smem();
         mbar_arrive(&full->q[seg & 1]);
+        if (t == 0 && sched.dynamic) drawn = sched.draw();
         TL(tm.v[2] = tl_clk();)
         if (ATTN_FP8_WIDEN_ONCE) {
             // A tile's image, one bulk copy into its stage, issued by thread 0 once the stage is
@@ -287,6 +299,7 @@ __device__ __forceinline__ void produce8(int Sq, int Sk, int causal, u32 bh_coun
         }
         TL(tm.v[4] = tl_clk(); tl_keep(tm, 0, seg, t);)
     }
+    if (t == 0 && sched.dynamic) sched.retire();
     // The end (the Work of no tiles) told; take the consumers' last releases, so no named
     // barrier is left half-arrived.
     mbar_arrive(&full->q[seg & 1]);
@@ -691,7 +704,8 @@ __device__ void attention_wgmma_fp8(const u8* __restrict__ q_data, const u8* __r
     if (wgi == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(PRODUCER_REGS));
         produce8<D, FMT>(Sq, Sk, causal, bh_count, q_tiles, works, stages, kf, &full,
-                         Operands{q_data, q_scale, k_data, k_scale, v_data, v_scale, Skp, kv_group}, fac, o_weight, ts[2], t);
+                         Operands{q_data, q_scale, k_data, k_scale, v_data, v_scale, Skp, kv_group}, fac, o_weight, ts[2],
+                         counters + (u64)((Sq + BR - 1) / BR) * bh_count * CONSUMERS * 4, t);
         return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(CONSUMER_REGS));

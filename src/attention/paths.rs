@@ -357,7 +357,16 @@ impl Variant {
                 sms,
             )
             .with_pair_waves(self.causal_pair_waves(shape))
+            .with_dynamic(self.causal_dynamic())
         })
+    }
+
+    /// Whether a causal schedule may draw its row blocks whole at run time
+    /// (`StreamK::with_dynamic`, which says where it does): the FP8 body's
+    /// (attn_wgmma_fp8.cuh: `ATTN_CAUSAL_DYNAMIC`, on unless an experiment sets it to 0); the
+    /// bf16 body's schedule cuts them.
+    pub fn causal_dynamic(self) -> bool {
+        self.path.is_fp8() && experiment_define("ATTN_CAUSAL_DYNAMIC").is_none_or(|v| v > 0)
     }
 
     /// Whether the schedule of `shape` deals causal pairs of row blocks out whole in waves,

@@ -3,7 +3,9 @@
 //! launch's key tiles evenly. Without the causal mask the whole waves of row blocks are dealt
 //! out round robin (the CTAs running at one time read the K and V of few heads), and with it,
 //! where `with_pair_waves` asks, the whole waves of pairs of row blocks; the rest is cut evenly
-//! into pieces, which the kernel adds up in a workspace. The host needs it for
+//! into pieces, which the kernel adds up in a workspace. With the mask and `with_dynamic`, no
+//! row block is cut: the CTAs draw them whole, longest first, from a counter as they go. The
+//! host needs it for
 //! the grid size, the workspace, and the variant choice; its tests check that every tile is
 //! run once and that the workspace slots of the pieces never collide.
 
@@ -23,6 +25,13 @@ const SEGMENT_COST_TILES: f64 = 4.0;
 /// Warps of a consumer warpgroup; a cut row block's pieces are counted per warp.
 const WARPS_PER_WARPGROUP: usize = 4;
 
+/// `DYNAMIC_MIN_ITEMS_PER_CTA` of attn_stream_k.cuh (which says why): fewest row blocks a CTA
+/// for the dynamic causal schedule.
+pub const DYNAMIC_MIN_ITEMS_PER_CTA: usize = 4;
+
+/// The dynamic schedule's two ticket counters (`u32`) after the per-row-block ones.
+const TICKET_BYTES: usize = 8;
+
 /// One launch's schedule.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StreamK {
@@ -38,6 +47,8 @@ pub struct StreamK {
     pub ctas: usize,
     /// Causal pairs of row blocks dealt out whole in waves (`with_pair_waves`).
     pub pair_waves: bool,
+    /// Causal row blocks drawn whole at run time (`with_dynamic`).
+    pub dynamic: bool,
 }
 
 /// A CTA's share of one row block: key tiles `t0..t1` of its `tiles`; tile 0 is tile
@@ -85,6 +96,7 @@ impl StreamK {
             bh: shape.batch * shape.heads,
             ctas: 1,
             pair_waves: false,
+            dynamic: false,
         };
         s.ctas = s.items();
         s
@@ -117,6 +129,22 @@ impl StreamK {
     }
 
     /// Tiles of a causal pair (row blocks p and R-1-p), and whether every pair has as many.
+    /// With `on` (the FP8 body's `ATTN_CAUSAL_DYNAMIC`), a persistent causal schedule whose
+    /// pairs are not dealt in waves and which has at least `DYNAMIC_MIN_ITEMS_PER_CTA` row
+    /// blocks a CTA runs them whole: CTA g row block g of `whole_item`'s order (the longest of
+    /// every head first), then each CTA the next one of that order left, drawn from a counter
+    /// as it starts a segment (`Schedule::next` in attn_stream_k.cuh). Which CTA runs which
+    /// row block then depends on the run; `segments` gives only the first. Other schedules are
+    /// returned as they are.
+    pub fn with_dynamic(mut self, on: bool) -> Self {
+        self.dynamic = on
+            && self.causal
+            && self.ctas != self.items()
+            && !self.pair_waves
+            && self.items() >= DYNAMIC_MIN_ITEMS_PER_CTA * self.ctas;
+        self
+    }
+
     fn pair_tiles(&self) -> u64 {
         self.row_block_tiles(0) + self.row_block_tiles(self.row_blocks() - 1)
     }
@@ -179,12 +207,13 @@ impl StreamK {
         self.head_tiles() * self.bh as u64
     }
 
-    /// Row blocks dealt out whole, round robin: all of them with a grid of one CTA each, else
-    /// the whole waves of them without the causal mask (every row block then has the same
-    /// tiles) or of their pairs with `pair_waves`, none with the mask otherwise.
+    /// Row blocks dealt out whole: all of them with a grid of one CTA each or the dynamic
+    /// schedule, else (round robin) the whole waves of them without the causal mask (every row
+    /// block then has the same tiles) or of their pairs with `pair_waves`, none with the mask
+    /// otherwise.
     pub fn whole_items(&self) -> u64 {
         let items = self.items();
-        if self.ctas == items {
+        if self.ctas == items || self.dynamic {
             items as u64
         } else if self.pair_waves {
             (items / 2 / self.ctas * self.ctas * 2) as u64
@@ -198,8 +227,8 @@ impl StreamK {
     /// The (head, row block) of the k-th row block dealt out whole (`Schedule::whole_item` in
     /// attn_stream_k.cuh). Without the mask head-major, rb = k % R (not rb_at's order: only the
     /// tail is cut, and only its order balances segments). With it in a grid of one CTA per
-    /// row block, the longest row blocks of all heads first, so that the CTAs the hardware
-    /// starts last are the short ones. With `pair_waves` head-major in `rb_at`'s order (items
+    /// row block or the dynamic schedule, the longest row blocks of all heads first, so that
+    /// the CTAs the hardware starts (or the items drawn) last are the short ones. With `pair_waves` head-major in `rb_at`'s order (items
     /// 2u and 2u + 1 are pair u).
     pub fn whole_item(&self, k: u64) -> (usize, usize) {
         let r = self.row_blocks() as u64;
@@ -225,9 +254,12 @@ impl StreamK {
     }
 
     /// The whole row blocks CTA `g` runs, in order (`Schedule::next`): items g, g + ctas, ...;
-    /// with `pair_waves` pairs g, g + ctas, ..., each its two row blocks.
+    /// with `pair_waves` pairs g, g + ctas, ..., each its two row blocks; in the dynamic
+    /// schedule item g, the first (the rest are drawn at run time).
     pub fn whole_items_of(&self, g: usize) -> Vec<u64> {
-        if self.pair_waves {
+        if self.dynamic {
+            (g as u64..self.whole_items()).take(1).collect()
+        } else if self.pair_waves {
             (g as u64..self.whole_items() / 2)
                 .step_by(self.ctas)
                 .flat_map(|u| [2 * u, 2 * u + 1])
@@ -307,9 +339,10 @@ impl StreamK {
     }
 
     /// Per-row-block counters of the pieces ended (`u32`, per warp of each consumer
-    /// warpgroup: `finish_split` in attn_wgmma.cuh), which the kernel leaves at 0.
+    /// warpgroup: `finish_split` in attn_wgmma.cuh), then the dynamic schedule's two ticket
+    /// counters (`Schedule::tickets`), all of which the kernel leaves at 0.
     pub fn counter_bytes(&self, consumers: usize) -> usize {
-        self.row_blocks() * self.bh * consumers * WARPS_PER_WARPGROUP * 4
+        self.row_blocks() * self.bh * consumers * WARPS_PER_WARPGROUP * 4 + TICKET_BYTES
     }
 
     /// The pieces' partial results: per CTA two slots, per consumer warpgroup 128 threads ×
@@ -322,13 +355,16 @@ impl StreamK {
     /// The share of `sms` multiprocessors' time that is work, with `SEGMENT_COST_TILES` a
     /// segment: for a grid of one CTA per row block, hardware waves of `sms` CTAs (row blocks
     /// of the mean length); for a persistent grid, the CTA with the most tiles and its
-    /// segments (its whole row blocks, and a tail range of the mean length in two pieces).
+    /// segments (its whole row blocks, and a tail range of the mean length in two pieces); for
+    /// the dynamic schedule, `dynamic_loads`' busiest CTA.
     pub fn efficiency(&self, sms: usize) -> f64 {
         let sms = sms.max(1);
         let total = self.total() as f64;
         let mean = total / self.items() as f64;
         let time = if self.ctas == self.items() {
             self.items().div_ceil(sms) as f64 * (mean + SEGMENT_COST_TILES)
+        } else if self.dynamic {
+            self.dynamic_loads().into_iter().fold(0.0, f64::max)
         } else {
             let whole = self.whole_items() / self.ctas as u64;
             let tail = (self.total() - self.tail0()).div_ceil(self.ctas as u64);
@@ -341,6 +377,27 @@ impl StreamK {
             tiles + (whole as f64 + tail_segments) * SEGMENT_COST_TILES
         };
         total / (sms as f64 * time)
+    }
+
+    /// Each CTA's time in key tiles (`SEGMENT_COST_TILES` a row block) if the CTAs ran in
+    /// lockstep from one start: the dynamic schedule in that model, each row block drawn by the
+    /// CTA that is free first (the lowest-numbered of equals).
+    pub fn dynamic_loads(&self) -> Vec<f64> {
+        use std::cmp::Reverse;
+        let cost = |k: u64| self.row_block_tiles(self.whole_item(k).1) as f64 + SEGMENT_COST_TILES;
+        let mut loads: Vec<f64> = (0..self.ctas as u64).map(cost).collect();
+        // (Loads are positive, so their bit patterns order as their values.)
+        let mut free: std::collections::BinaryHeap<Reverse<(u64, usize)>> = loads
+            .iter()
+            .enumerate()
+            .map(|(g, l)| Reverse((l.to_bits(), g)))
+            .collect();
+        for k in self.ctas as u64..self.items() as u64 {
+            let Reverse((_, g)) = free.pop().expect("at least one CTA");
+            loads[g] += cost(k);
+            free.push(Reverse((loads[g].to_bits(), g)));
+        }
+        loads
     }
 }
 
@@ -426,6 +483,39 @@ mod tests {
         }
     }
 
+    /// A schedule `with_dynamic` left static is `check`ed; a dynamic one deals every row block
+    /// whole once, longest first, CTA g starting at row block g, and its lockstep loads differ
+    /// by at most one row block's cost.
+    fn check_dynamic(s: &StreamK) {
+        if !s.dynamic {
+            check(s);
+            return;
+        }
+        assert!(s.causal && !s.pair_waves && s.items() >= DYNAMIC_MIN_ITEMS_PER_CTA * s.ctas);
+        assert_eq!(s.whole_items(), s.items() as u64);
+        let order: Vec<(usize, usize)> = (0..s.items() as u64).map(|k| s.whole_item(k)).collect();
+        assert!(
+            order
+                .windows(2)
+                .all(|w| s.row_block_tiles(w[0].1) >= s.row_block_tiles(w[1].1)),
+            "{s:?}: a longer row block after a shorter one"
+        );
+        let mut sorted = order.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(sorted.len(), s.items(), "{s:?}: a row block twice");
+        for (g, &first) in order.iter().enumerate().take(s.ctas) {
+            let segs = s.segments(g);
+            assert_eq!(segs.len(), 1, "{s:?}: CTA {g}");
+            assert!(segs[0].whole() && (segs[0].bh, segs[0].rb) == first);
+        }
+        let loads = s.dynamic_loads();
+        let spread = loads.iter().fold(0.0, |a: f64, &l| a.max(l))
+            - loads.iter().fold(f64::MAX, |a, &l| a.min(l));
+        let longest = s.row_block_tiles(s.row_blocks() - 1) as f64 + SEGMENT_COST_TILES;
+        assert!(spread <= longest, "{s:?}: loads {spread} apart");
+    }
+
     #[test]
     fn ranges_cover_every_tile_once_and_pieces_keep_apart() {
         for (sq, sk, heads, causal) in [
@@ -449,6 +539,7 @@ mod tests {
                     let s = StreamK::persistent(&shape(sq, sk, heads, causal), br, bc, sms);
                     check(&s);
                     check(&s.with_pair_waves(true));
+                    check_dynamic(&s.with_dynamic(true));
                 }
                 check(&StreamK::grid(&shape(sq, sk, heads, causal), br, bc));
             }
@@ -581,9 +672,54 @@ mod tests {
     }
 
     #[test]
+    fn the_causal_benchmark_shape_draws_its_row_blocks_whole() {
+        // The FP8 kernel's causal shape (S = 4096, H = 32, 128 rows and keys): 1024 row blocks
+        // of 1..=32 tiles on 132 CTAs, drawn whole, longest first: the first wave rows 31 to
+        // 28 of every head and four of row 27.
+        let cut = StreamK::persistent(&shape(4096, 4096, 32, true), 128, 128, 132);
+        let s = cut.with_dynamic(true);
+        assert!(s.dynamic);
+        check_dynamic(&s);
+        assert_eq!(s.segments(131)[0].rb, 27);
+        assert_eq!(s.segments(127)[0].rb, 28);
+        // In the lockstep model (a row block's start and end as SEGMENT_COST_TILES tiles) the
+        // busiest CTA takes 161 tiles' time, the cut schedule's 164 (128 tiles, 9 segments).
+        assert_eq!(s.dynamic_loads().into_iter().fold(0.0, f64::max), 161.0);
+        assert!(s.efficiency(132) > cut.efficiency(132));
+        // Waves of pairs, a grid of one CTA per row block, no mask, too few row blocks a CTA
+        // (S = 2048: 512 on 132), and the schedule asked for static keep their schedule.
+        let waves = StreamK::persistent(&shape(16384, 16384, 32, true), 128, 128, 132)
+            .with_pair_waves(true);
+        assert!(waves.pair_waves && !waves.with_dynamic(true).dynamic);
+        assert!(
+            !StreamK::grid(&shape(1024, 1024, 32, true), 128, 128)
+                .with_dynamic(true)
+                .dynamic
+        );
+        assert!(
+            !StreamK::persistent(&shape(4096, 4096, 32, false), 128, 128, 132)
+                .with_dynamic(true)
+                .dynamic
+        );
+        assert!(
+            !StreamK::persistent(&shape(2048, 2048, 32, true), 128, 128, 132)
+                .with_dynamic(true)
+                .dynamic
+        );
+        assert!(!cut.with_dynamic(false).dynamic);
+        let source = include_str!("../../kernels/attention/attn_stream_k.cuh");
+        assert!(
+            source.contains("constexpr u64 DYNAMIC_MIN_ITEMS_PER_CTA = 4;")
+                && DYNAMIC_MIN_ITEMS_PER_CTA == 4,
+            "the host's bound differs from the kernel's"
+        );
+    }
+
+    #[test]
     fn workspace_sizes_follow_the_kernels_layout() {
         let s = StreamK::persistent(&shape(4096, 4096, 32, false), 192, 64, 132);
-        assert_eq!(s.counter_bytes(3), 22 * 32 * 3 * 4 * 4);
+        // The pieces' counters, per row block and warp, then the two tickets.
+        assert_eq!(s.counter_bytes(3), 22 * 32 * 3 * 4 * 4 + 8);
         assert_eq!(s.partial_bytes(3, 128), 132 * 2 * 3 * 128 * 68 * 4);
     }
 }
