@@ -592,6 +592,31 @@ mod tests {
     }
 
     #[test]
+    fn the_fp8_body_draws_causal_row_blocks_where_they_do_not_go_in_waves() {
+        if experiment_define("ATTN_CAUSAL_DYNAMIC").is_some()
+            || experiment_define("ATTN_CAUSAL_PAIR_WAVES").is_some()
+        {
+            return;
+        }
+        let schedule = |path: KernelPath, seq, kv| {
+            let s = AttnShape::new(1, 32, seq, seq, 128, true)
+                .unwrap()
+                .with_kv_heads(kv)
+                .unwrap();
+            let v = Variant::pick(&path.variants(), &s, 132, Format::Nvfp4);
+            v.schedule(&s, 132).unwrap()
+        };
+        // Causal S = 4096 (32 or 8 K/V heads) draws; S = 16384 goes in waves; S = 1024 runs a
+        // grid; the bf16 body cuts.
+        assert!(schedule(KernelPath::WgmmaFp8, 4096, 32).dynamic);
+        assert!(schedule(KernelPath::WgmmaFp8, 4096, 8).dynamic);
+        let waves = schedule(KernelPath::WgmmaFp8, 16384, 32);
+        assert!(waves.pair_waves && !waves.dynamic);
+        assert!(!schedule(KernelPath::WgmmaFp8, 1024, 32).dynamic);
+        assert!(!schedule(KernelPath::Wgmma, 4096, 32).dynamic);
+    }
+
+    #[test]
     fn the_fp8_body_widens_once_from_eight_row_blocks_per_kv_head() {
         if experiment_define("ATTN_FP8_WIDEN_ONCE").is_some() {
             return;

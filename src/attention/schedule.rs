@@ -5,9 +5,8 @@
 //! where `with_pair_waves` asks, the whole waves of pairs of row blocks; the rest is cut evenly
 //! into pieces, which the kernel adds up in a workspace. With the mask and `with_dynamic`, no
 //! row block is cut: the CTAs draw them whole, longest first, from a counter as they go. The
-//! host needs it for
-//! the grid size, the workspace, and the variant choice; its tests check that every tile is
-//! run once and that the workspace slots of the pieces never collide.
+//! host needs it for the grid size, the workspace, and the variant choice; its tests check that
+//! every tile is run once and that the workspace slots of the pieces never collide.
 
 use super::AttnShape;
 
@@ -128,14 +127,13 @@ impl StreamK {
         self
     }
 
-    /// Tiles of a causal pair (row blocks p and R-1-p), and whether every pair has as many.
     /// With `on` (the FP8 body's `ATTN_CAUSAL_DYNAMIC`), a persistent causal schedule whose
     /// pairs are not dealt in waves and which has at least `DYNAMIC_MIN_ITEMS_PER_CTA` row
     /// blocks a CTA runs them whole: CTA g row block g of `whole_item`'s order (the longest of
     /// every head first), then each CTA the next one of that order left, drawn from a counter
-    /// as it starts a segment (`Schedule::next` in attn_stream_k.cuh). Which CTA runs which
-    /// row block then depends on the run; `segments` gives only the first. Other schedules are
-    /// returned as they are.
+    /// as it starts a segment (`Schedule::next` in attn_stream_k.cuh, the draw in
+    /// attn_wgmma_fp8.cuh's producer). Which CTA runs which row block then depends on the run;
+    /// `segments` gives only the first. Other schedules are returned as they are.
     pub fn with_dynamic(mut self, on: bool) -> Self {
         self.dynamic = on
             && self.causal
@@ -145,6 +143,7 @@ impl StreamK {
         self
     }
 
+    /// Tiles of a causal pair (row blocks p and R-1-p), and whether every pair has as many.
     fn pair_tiles(&self) -> u64 {
         self.row_block_tiles(0) + self.row_block_tiles(self.row_blocks() - 1)
     }
@@ -228,8 +227,8 @@ impl StreamK {
     /// attn_stream_k.cuh). Without the mask head-major, rb = k % R (not rb_at's order: only the
     /// tail is cut, and only its order balances segments). With it in a grid of one CTA per
     /// row block or the dynamic schedule, the longest row blocks of all heads first, so that
-    /// the CTAs the hardware starts (or the items drawn) last are the short ones. With `pair_waves` head-major in `rb_at`'s order (items
-    /// 2u and 2u + 1 are pair u).
+    /// the CTAs the hardware starts (or the items drawn) last are the short ones. With
+    /// `pair_waves` head-major in `rb_at`'s order (items 2u and 2u + 1 are pair u).
     pub fn whole_item(&self, k: u64) -> (usize, usize) {
         let r = self.row_blocks() as u64;
         if self.pair_waves {
@@ -718,8 +717,11 @@ mod tests {
     #[test]
     fn workspace_sizes_follow_the_kernels_layout() {
         let s = StreamK::persistent(&shape(4096, 4096, 32, false), 192, 64, 132);
-        // The pieces' counters, per row block and warp, then the two tickets.
+        // The pieces' counters, per row block and warp, then the two tickets, where the FP8
+        // body finds them.
         assert_eq!(s.counter_bytes(3), 22 * 32 * 3 * 4 * 4 + 8);
+        let fp8 = include_str!("../../kernels/attention/attn_wgmma_fp8.cuh");
+        assert!(fp8.contains("counters + (u64)((Sq + BR - 1) / BR) * bh_count * CONSUMERS * 4"));
         assert_eq!(s.partial_bytes(3, 128), 132 * 2 * 3 * 128 * 68 * 4);
     }
 }
