@@ -101,7 +101,7 @@ struct Schedule {
         total = head_tiles * bh_count;
         // A grid of one CTA per item (the host's choice for launches of few waves, where cutting
         // costs more than the last wave's idle share) runs every item whole.
-        const u64 items = (u64)rb_count * bh_count;
+        const u64 items = this->items();
         pair_waves = pair_waves_ && causal && ATTN_CAUSAL_PAIRS && ctas != items && uniform_pairs();
         dynamic = tickets_ != nullptr && causal && ctas != items && !pair_waves &&
                   items >= DYNAMIC_MIN_ITEMS_PER_CTA * ctas;
